@@ -218,3 +218,155 @@ register(AttentionKind(
     can_abstain=True,
     prediction="no sink needed: a row may be all zero, so 'output nothing' needs no key at all",
 ))
+
+
+# ---- kinds beyond the paper (SPEC section 6) -------------------------------------------
+# Each can_abstain prediction is the same argument as for relu: a row whose total mass can go
+# to ~0 (or into a slot that is not a key) outputs ~nothing without a content-free key, so no
+# sink is forced; a kind whose rows sum to one over the keys is in softmax's position.
+
+
+def _row_total(e: Sequence[Any]) -> Any:
+    return sum(e[1:], e[0])
+
+
+def _stable_slot_softmax(scores, mask, slot):
+    """Softmax over the visible keys plus one extra logit ``slot`` (broadcast to [..., L, 1]),
+    the slot's own weight dropped: exp(s_k) / (exp(slot) + sum_k' exp(s_k'))."""
+    import torch
+
+    slot = slot.expand(*scores.shape[:-1], 1)  # [..., L, 1]
+    full = torch.cat([scores.masked_fill(~mask, float("-inf")), slot], dim=-1)  # [..., L, L+1]
+    return full.softmax(dim=-1)[..., :-1]
+
+
+# ---- softmax1 ("off by one", Miller 2023) ----------------------------------------------
+
+
+def _softmax1_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, Any]) -> list[Any]:
+    # No shift here: the implicit "1" is exp(0) of a fixed zero logit, so softmax1 is not
+    # shift-invariant.
+    e = [ops.exp(s) for s in scores]
+    z = ops.one + _row_total(e)
+    return [v / z for v in e]
+
+
+def _softmax1_torch(scores, mask, extras):
+    return _stable_slot_softmax(scores, mask, scores.new_zeros(()).reshape(1))
+
+
+register(AttentionKind(
+    name="softmax1",
+    exact=_softmax1_exact,
+    torch=_softmax1_torch,
+    normalised=False,
+    can_abstain=True,
+    prediction="no sink needed: driving every score far below 0 sends the row's mass to the implicit +1, i.e. nowhere",
+))
+
+
+# ---- sink_logit (a learned per-head logit column whose weight is dropped, as in gpt-oss) -
+
+
+def _sink_logit_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, Any]) -> list[Any]:
+    # Shift by the slot logit b: exp(s_k - b) / (1 + sum exp(s_k' - b)), the same numbers.
+    e = [ops.exp(s - extras["sink"]) for s in scores]
+    z = ops.one + _row_total(e)
+    return [v / z for v in e]
+
+
+def _sink_logit_torch(scores, mask, extras):
+    return _stable_slot_softmax(scores, mask, extras["sink"])
+
+
+register(AttentionKind(
+    name="sink_logit",
+    exact=_sink_logit_exact,
+    torch=_sink_logit_torch,
+    normalised=False,
+    can_abstain=True,
+    prediction="no BOS sink needed: 'output nothing' parks mass in the learned extra slot, which is not a key",
+    params=(KindParam("sink", "scalar", 0.0),),
+))
+
+
+# ---- sigmoid (unnormalised, learned per-head bias) -------------------------------------
+# Choice: rows divide by max(i, 1) exactly like relu. Without a divisor the trigger query
+# (which has no positional encoding, so cannot know j) could not produce a mean of a variable
+# number of tokens; sigmoid attention in practice uses a bias b = -log(n) for the same reason.
+# The divisor does not normalise: a row's total still ranges over (0, (i+1)/max(i,1)).
+
+
+def _sigmoid_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, Any]) -> list[Any]:
+    return [exact_div(ops.sigmoid(s + extras["bias"]), relu_divisor(i)) for s in scores]
+
+
+def _sigmoid_torch(scores, mask, extras):
+    import torch
+
+    L = scores.shape[-1]
+    divisor = torch.arange(L, device=scores.device, dtype=scores.dtype).clamp(min=1).unsqueeze(-1)  # [L, 1]
+    return torch.sigmoid(scores + extras["bias"]) * mask / divisor
+
+
+register(AttentionKind(
+    name="sigmoid",
+    exact=_sigmoid_exact,
+    torch=_sigmoid_torch,
+    normalised=False,
+    can_abstain=True,
+    prediction="no sink needed: every weight sigmoid(s + b) can be ~0, so a row can put ~nothing anywhere",
+    params=(KindParam("bias", "scalar", 0.0),),
+))
+
+
+# ---- gated softmax (softmax output times a sigmoid gate of the query) --------------------
+
+
+def _gated_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, Any]) -> list[Any]:
+    gate = ops.sigmoid(extras["gate"])  # the query's projection w_g . x_i
+    return [gate * a for a in _softmax_exact(scores, i, ops, extras)]
+
+
+def _gated_torch(scores, mask, extras):
+    import torch
+
+    return _softmax_torch(scores, mask, extras) * torch.sigmoid(extras["gate"])
+
+
+register(AttentionKind(
+    name="gated",
+    exact=_gated_exact,
+    torch=_gated_torch,
+    normalised=False,
+    can_abstain=True,
+    prediction="no sink needed: closing the query's gate sigmoid(w_g . x_i) scales the whole row to ~0",
+    params=(KindParam("gate", "vector", 0.0),),
+))
+
+
+# ---- sum-normalised sigmoid (a normalised control) --------------------------------------
+
+
+def _sigmoid_norm_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, Any]) -> list[Any]:
+    e = [ops.sigmoid(s) for s in scores]
+    z = _row_total(e)
+    return [v / z for v in e]
+
+
+def _sigmoid_norm_torch(scores, mask, extras):
+    import torch
+
+    # softmax of log sigmoid(s) is sigmoid(s) / sum sigmoid(s), without underflow at s << 0.
+    logs = torch.nn.functional.logsigmoid(scores).masked_fill(~mask, float("-inf"))
+    return logs.softmax(dim=-1)
+
+
+register(AttentionKind(
+    name="sigmoid_norm",
+    exact=_sigmoid_norm_exact,
+    torch=_sigmoid_norm_torch,
+    normalised=True,
+    can_abstain=False,
+    prediction="sink needed: rows sum to one like softmax, so 'output nothing' must park mass on BOS",
+))
