@@ -13,7 +13,7 @@ import sys
 
 from constructions.errors import BadInput
 
-COMMANDS = ("task",)
+COMMANDS = ("task", "reproduce", "report", "sweep")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,45 @@
+"""``sinks sweep JOBS.json``: run a list of jobs, each result kept under its run id; reruns resume.
+
+The file is a JSON list of ``{"fn": "pkg.module.func", "config": {...}, "seeds": [0, 1]}``;
+every job is validated (function importable, config fields known) before any runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from empirical.sweep import BACKENDS
+
+    p = sub.add_parser("sweep", help="run a list of jobs (JSON) in parallel; a killed sweep resumes")
+    p.add_argument("jobs", help="JSON file: a list of {fn, config, seeds}")
+    p.add_argument("--backend", default="process", choices=BACKENDS,
+                   help="process pool (default), ray (optional extra; joins $RAY_ADDRESS) or serial")
+    p.add_argument("--workers", type=int, default=None, help="parallel jobs (default: the cores this process owns)")
+    p.add_argument("--out", default="results/sweep", help="folder of per-job results <run_id>.json")
+    p.add_argument("--device", default="cpu", help="device passed to every job (cpu, cuda[:N])")
+    p.add_argument("--quiet", action="store_true", help="print only the summary")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from constructions.files import read_json
+    from empirical.sweep import jobs_from_json, run_sweep
+
+    jobs = jobs_from_json(read_json(args.jobs))  # all validated before anything runs
+    device = args.device
+    if device != "cpu":  # torch is loaded only when a device other than the CPU is named
+        from empirical.device import resolve_device
+
+        device = resolve_device(device)
+
+    def show(kind: str, run_id: str, detail: str) -> None:
+        if not args.quiet or kind == "failed":
+            print(f"{kind:>7} {run_id} {detail}".rstrip(), file=sys.stderr, flush=True)
+
+    outcome = run_sweep(jobs, args.out, args.backend, args.workers, device, on_event=show)
+    print(f"{len(outcome.ran)} ran, {len(outcome.skipped)} already done, {len(outcome.failed)} failed; "
+          f"results in {args.out}")
+    return 1 if outcome.failed else 0

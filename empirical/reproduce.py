@@ -1,0 +1,267 @@
+"""``sinks reproduce``: run every part of the suite, keep one JSON per part, build REPORT.md.
+
+A part is a module ``empirical/parts/<name>.py`` with
+``run(results_dir: Path, quick: bool, device: str) -> dict``. The dict has a key ``"claims"``,
+a list of ``{"claim", "verdict", "evidence", "test", "command", "figures"}`` (verdict one of
+``VERDICTS``; ``figures`` are file names relative to ``results_dir``), and may have
+``"tables"``, a list of ``{"title", "columns": [...], "rows": [[...], ...], "note"}`` that the
+report prints as they are (the per-run table of the reference experiments, the beyond-the-paper
+table). Every other key is kept under ``"details"`` in the part's file.
+
+Resuming: ``results/<part>.json`` is written atomically (``files.write_json``) once the part has
+finished, with its provenance (config: part, quick, device). A part whose file is complete, ok and
+has the same config is not rerun unless ``force``; a missing, corrupt or failed file is rerun. A
+long part keeps its own finished runs with ``empirical.sweep.run_sweep`` (e.g. under
+``results_dir / "runs" / <part>``) so that an interrupted part resumes run by run.
+
+``build_report(results_dir)`` writes ``REPORT.md`` from the part files only, so the report can be
+rebuilt (``sinks report``) without running anything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from constructions.errors import BadInput
+from constructions.files import provenance, to_jsonable, write_atomic, write_json
+
+PARTS = ("proofs", "constructions", "smt", "training", "beyond")
+VERDICTS = ("proved", "verified exactly", "verified numerically", "observed", "refuted", "unknown", "failed")
+REPORT = "REPORT.md"
+
+
+@dataclass(frozen=True)
+class PartConfig:
+    """What a part's result depends on; a stored result is reused only for the same config."""
+
+    part: str
+    quick: bool
+    device: str
+
+
+# ----------------------------------------------------------------------------------------
+# Parts: discovery, validation, running.
+
+
+def part_exists(name: str) -> bool:
+    return importlib.util.find_spec(f"empirical.parts.{name}") is not None
+
+
+def part_path(results_dir: Path, name: str) -> Path:
+    return Path(results_dir) / f"{name}.json"
+
+
+def load_part(results_dir: Path, name: str) -> dict | None:
+    """The stored record of part ``name``, or None if it is missing, unreadable or malformed."""
+    try:
+        record = json.loads(part_path(results_dir, name).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("claims"), list):
+        return None
+    return record
+
+
+def check_selection(only: Iterable[str] | None) -> tuple[str, ...]:
+    """The parts to run, in ``PARTS`` order; an unknown name is bad input."""
+    if not only:
+        return PARTS
+    unknown = [name for name in only if name not in PARTS]
+    if unknown:
+        raise BadInput(f"unknown part(s) {', '.join(unknown)}; valid: {', '.join(PARTS)}")
+    return tuple(name for name in PARTS if name in set(only))
+
+
+def validate_output(output: Any) -> tuple[list[dict], list[dict], dict]:
+    """Split a part's output into (claims, tables, details); malformed output raises ValueError."""
+    if not isinstance(output, dict) or not isinstance(output.get("claims"), list):
+        raise ValueError("a part must return a dict with a list under 'claims'")
+    claims = [_check_claim(n, claim) for n, claim in enumerate(output["claims"])]
+    tables = [_check_table(n, table) for n, table in enumerate(output.get("tables") or [])]
+    details = {k: v for k, v in output.items() if k not in ("claims", "tables")}
+    return claims, tables, details
+
+
+def _check_claim(n: int, claim: Any) -> dict:
+    if not isinstance(claim, dict):
+        raise ValueError(f"claim {n} is not a dict")
+    for key in ("claim", "verdict", "evidence"):
+        if not isinstance(claim.get(key), str) or not claim[key]:
+            raise ValueError(f"claim {n} needs a non-empty string {key!r}")
+    if claim["verdict"] not in VERDICTS:
+        raise ValueError(f"claim {n} has verdict {claim['verdict']!r}; valid: {', '.join(VERDICTS)}")
+    figures = claim.get("figures") or []
+    if not isinstance(figures, list) or not all(isinstance(f, str) for f in figures):
+        raise ValueError(f"claim {n}: 'figures' must be a list of file names")
+    return {**claim, "test": str(claim.get("test") or ""), "command": str(claim.get("command") or ""),
+            "figures": figures}
+
+
+def _check_table(n: int, table: Any) -> dict:
+    if not isinstance(table, dict) or not isinstance(table.get("columns"), list) or not isinstance(
+            table.get("rows"), list):
+        raise ValueError(f"table {n} needs 'columns' and 'rows' lists")
+    width = len(table["columns"])
+    for r, row in enumerate(table["rows"]):
+        if not isinstance(row, list) or len(row) != width:
+            raise ValueError(f"table {n} row {r} must be a list of {width} cells")
+    return {"title": str(table.get("title") or f"table {n}"), "columns": table["columns"],
+            "rows": table["rows"], "note": str(table.get("note") or "")}
+
+
+def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool = False) -> str:
+    """Run one part unless a matching finished result exists; returns what happened:
+    "missing" (no module), "reused", "ok" or "failed" (the failure is recorded in its file)."""
+    if not part_exists(name):
+        return "missing"
+    config = PartConfig(name, quick, device)
+    stored = load_part(results_dir, name)
+    if (not force and stored is not None and stored.get("status") == "ok"
+            and stored.get("provenance", {}).get("config") == to_jsonable(config)):
+        return "reused"
+    start = time.perf_counter()
+    record: dict[str, Any] = {"part": name, "status": "ok"}
+    try:
+        module = importlib.import_module(f"empirical.parts.{name}")
+        claims, tables, details = validate_output(module.run(Path(results_dir), quick, device))
+        json.dumps(to_jsonable(details))  # a result that cannot be stored is a failure of the part
+        record.update(claims=claims, tables=tables, details=details)
+    except Exception as e:  # a broken part is reported, and the other parts still run
+        message = f"{type(e).__name__}: {e}".splitlines()[0]
+        record.update(status="failed", error=message, traceback=traceback.format_exc(), tables=[], claims=[{
+            "claim": f"part '{name}' runs to completion", "verdict": "failed", "evidence": message,
+            "test": "", "command": f"sinks reproduce --only {name}", "figures": []}])
+    record["wall_s"] = round(time.perf_counter() - start, 2)
+    record["provenance"] = provenance(config, None, device)
+    write_json(part_path(results_dir, name), record)
+    return record["status"]
+
+
+def reproduce(
+    results_dir: str | Path = "results",
+    quick: bool = False,
+    device: str = "cpu",
+    only: Iterable[str] | None = None,
+    force: bool = False,
+    log: Callable[[str], None] = lambda line: None,
+) -> dict[str, str]:
+    """Run the selected parts in order, then build REPORT.md; returns each part's status."""
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    statuses = {}
+    for name in check_selection(only):
+        log(f"[{name}] running ({'quick' if quick else 'default'}, {device})" if part_exists(name)
+            else f"[{name}] missing: empirical/parts/{name}.py does not exist")
+        start = time.perf_counter()
+        statuses[name] = run_part(name, results_dir, quick, device, force)
+        if statuses[name] != "missing":
+            log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s")
+    report = build_report(results_dir)
+    log(f"report: {report}")
+    return statuses
+
+
+# ----------------------------------------------------------------------------------------
+# The report, from the part files only.
+
+
+class _Raw(str):
+    """A cell already formatted as markdown (not escaped again)."""
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+
+
+def _code(text: str) -> str:
+    return f"`{_cell(text)}`" if text else "—"
+
+
+def _row(cells: Iterable[Any]) -> str:
+    return "| " + " | ".join(_cell(c) if not isinstance(c, _Raw) else str(c) for c in cells) + " |"
+
+
+def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
+    return [_row(columns), "|" + "---|" * len(columns), *(_row(r) for r in rows)]
+
+
+def _figure_links(results_dir: Path, figures: list[str]) -> _Raw:
+    links = [f"[{f}]({f})" + ("" if (results_dir / f).exists() else " (missing)") for f in figures]
+    return _Raw(", ".join(links) or "—")
+
+
+def _absence(results_dir: Path, name: str) -> str:
+    if part_path(results_dir, name).exists():
+        return f"unreadable results file {name}.json (rerun `sinks reproduce --only {name}`)"
+    if not part_exists(name):
+        return f"missing: module empirical/parts/{name}.py does not exist"
+    return f"not run yet (`sinks reproduce --only {name}`)"
+
+
+def build_report(results_dir: str | Path) -> Path:
+    """Write ``results_dir/REPORT.md`` from the part files; nothing is recomputed."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise BadInput(f"results folder not found: {results_dir}")
+    records = {name: load_part(results_dir, name) for name in PARTS}
+    lines = [
+        "# Reproduction report",
+        "",
+        "Built from the part files in this folder (`<part>.json`, written by `sinks reproduce`); "
+        "rebuild it with `sinks report --results <folder>`. Verdicts: *proved* (symbolic proof), "
+        "*verified exactly* (exact arithmetic on finite instances or explicit constructions), "
+        "*verified numerically* (floating point with margins), *observed* (training, over seeds), "
+        "*refuted*, *unknown* (e.g. solver timeout), *failed* (the check did not run).",
+        "",
+        "## Parts",
+        "",
+    ]
+    part_rows = []
+    for name, record in records.items():
+        if record is None:
+            part_rows.append([name, _absence(results_dir, name), "", "", "", "", ""])
+            continue
+        config = record.get("provenance", {}).get("config") or {}
+        status = record.get("status", "?") + (f": {record['error']}" if record.get("error") else "")
+        mode = "quick" if config.get("quick") else "default"
+        part_rows.append([name, status, mode, record.get("provenance", {}).get("device", "?"),
+                          f"{record.get('wall_s', 0):.1f} s", len(record["claims"]),
+                          _Raw(f"[{name}.json]({name}.json)")])
+    lines += _table(["part", "status", "mode", "device", "wall time", "claims", "file"], part_rows)
+    total = sum(r.get("wall_s", 0) for r in records.values() if r)
+    lines += ["", f"Total wall time of the stored parts: {total:.1f} s.", "", "## Claims", ""]
+
+    claim_rows, counts = [], {}
+    for name, record in records.items():
+        for claim in (record or {}).get("claims", []):
+            verdict = claim.get("verdict", "?")
+            counts[verdict] = counts.get(verdict, 0) + 1
+            claim_rows.append([name, claim.get("claim", ""), _Raw(f"**{_cell(verdict)}**"), claim.get("evidence", ""),
+                               _Raw(_code(claim.get("test", ""))), _Raw(_code(claim.get("command", ""))),
+                               _figure_links(results_dir, claim.get("figures") or [])])
+    if claim_rows:
+        lines += _table(["part", "claim", "verdict", "evidence", "test", "command", "figures"], claim_rows)
+        lines += ["", "Verdicts: " + ", ".join(f"{v} {counts[v]}" for v in VERDICTS + tuple(
+            sorted(set(counts) - set(VERDICTS))) if v in counts) + "."]
+    else:
+        lines.append("No claims stored yet.")
+
+    for name, record in records.items():
+        for table in (record or {}).get("tables", []):
+            lines += ["", f"## {name}: {_cell(table.get('title', ''))}", ""]
+            lines += _table([str(c) for c in table.get("columns", [])], table.get("rows", []))
+            if table.get("note"):
+                lines += ["", _cell(table["note"])]
+    text = "\n".join(lines) + "\n"
+    return write_atomic(results_dir / REPORT, lambda f: f.write(text))

@@ -1,0 +1,201 @@
+"""``sinks reproduce``: parts run in order, results are resumed, REPORT.md is built from JSON only.
+
+The real parts are long; these tests swap in tiny fake part modules (written to a temporary
+folder added to ``empirical.parts.__path__``) and a part list naming them. Each fake part appends
+a line to a counter file whenever it runs, so the tests see which parts really ran.
+"""
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import empirical.parts
+from empirical import cli, reproduce
+from empirical.reproduce import build_report, load_part, run_part
+
+OK_PART = '''
+from pathlib import Path
+def run(results_dir, quick, device):
+    with open({counter!r}, "a") as f:
+        f.write("{name}\\n")
+    (Path(results_dir) / "{name}.png").write_bytes(b"png")
+    return {{
+        "claims": [
+            {{"claim": "T3: a ReLU head solves the task", "verdict": "verified exactly",
+              "evidence": "error 0 on 1024 sequences | max 0", "test": "tests/test_x.py::test_relu",
+              "command": "sinks construct relu", "figures": ["{name}.png", "absent.png"]}},
+            {{"claim": "T1: softmax sinks", "verdict": "observed", "evidence": "BOS mass 0.9998 (quick=" + str(quick) + ")"}},
+        ],
+        "tables": [{{"title": "runs", "columns": ["model", "BOS mass"], "rows": [["1 layer softmax", 0.99981234]]}}],
+        "steps": [1, 2, 3],
+    }}
+'''
+
+BROKEN_PART = '''
+def run(results_dir, quick, device):
+    with open({counter!r}, "a") as f:
+        f.write("{name}\\n")
+    raise RuntimeError("solver exploded")
+'''
+
+BAD_VERDICT_PART = '''
+def run(results_dir, quick, device):
+    return {{"claims": [{{"claim": "x", "verdict": "probably", "evidence": "e"}}]}}
+'''
+
+SLOW_UNLESS_PART = '''
+import time
+from pathlib import Path
+def run(results_dir, quick, device):
+    if not Path({marker!r}).exists():
+        time.sleep(60)
+    with open({counter!r}, "a") as f:
+        f.write("{name}\\n")
+    return {{"claims": [{{"claim": "slow", "verdict": "unknown", "evidence": "timeout after 0 s"}}]}}
+'''
+
+
+@pytest.fixture
+def fake_parts(tmp_path, monkeypatch):
+    """``make(name=source, ...)`` writes fake parts and makes PARTS exactly those names."""
+    folder, counter = tmp_path / "fake_parts", tmp_path / "counter"
+    folder.mkdir()
+    monkeypatch.setattr(empirical.parts, "__path__", [*empirical.parts.__path__, str(folder)])
+    written = []
+
+    def make(parts: dict[str, str | None]) -> Path:
+        for name, source in parts.items():
+            if source is not None:
+                (folder / f"{name}.py").write_text(source.format(name=name, counter=str(counter),
+                                                                  marker=str(tmp_path / "marker")))
+                written.append(name)
+        importlib.invalidate_caches()
+        monkeypatch.setattr(reproduce, "PARTS", tuple(parts))
+        return counter
+
+    yield make
+    for name in written:
+        sys.modules.pop(f"empirical.parts.{name}", None)
+
+
+def runs(counter: Path) -> list[str]:
+    return counter.read_text().split() if counter.exists() else []
+
+
+def test_parts_run_in_order_and_the_report_tables_every_claim(tmp_path, fake_parts):
+    counter = fake_parts({"zz_ok": OK_PART, "zz_missing": None, "zz_broken": BROKEN_PART})
+    out = tmp_path / "results"
+    statuses = reproduce.reproduce(out, quick=True, device="cpu")
+    assert statuses == {"zz_ok": "ok", "zz_missing": "missing", "zz_broken": "failed"}
+    assert runs(counter) == ["zz_ok", "zz_broken"]
+    record = load_part(out, "zz_ok")
+    assert record["provenance"]["config"] == {"part": "zz_ok", "quick": True, "device": "cpu"}
+    assert record["details"] == {"steps": [1, 2, 3]} and "python" in record["provenance"]["versions"]
+    broken = load_part(out, "zz_broken")
+    assert broken["status"] == "failed" and broken["error"] == "RuntimeError: solver exploded"
+
+    report = (out / "REPORT.md").read_text()
+    for needle in ("T3: a ReLU head solves the task", "**verified exactly**", "BOS mass 0.9998 (quick=True)",
+                   "error 0 on 1024 sequences \\| max 0", "`tests/test_x.py::test_relu`", "`sinks construct relu`",
+                   "[zz_ok.png](zz_ok.png)", "[absent.png](absent.png) (missing)",
+                   "missing: module empirical/parts/zz_missing.py does not exist",
+                   "failed: RuntimeError: solver exploded", "## zz_ok: runs", "| 1 layer softmax | 0.9998 |",
+                   "Verdicts: verified exactly 1, observed 1, failed 1."):
+        assert needle in report, needle
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_finished_parts_are_reused_and_failed_corrupt_or_changed_ones_rerun(tmp_path, fake_parts):
+    counter = fake_parts({"zz_ok": OK_PART, "zz_broken": BROKEN_PART})
+    out = tmp_path / "results"
+    reproduce.reproduce(out, quick=True, device="cpu")
+    assert reproduce.reproduce(out, quick=True, device="cpu") == {"zz_ok": "reused", "zz_broken": "failed"}
+    assert runs(counter) == ["zz_ok", "zz_broken", "zz_broken"]  # the failed part is tried again
+
+    text = (out / "zz_ok.json").read_text()
+    (out / "zz_ok.json").write_text(text[: len(text) // 2])  # a truncated file is not a result
+    assert run_part("zz_ok", out, True, "cpu") == "ok"
+    assert run_part("zz_ok", out, False, "cpu") == "ok"  # another config: rerun
+    assert run_part("zz_ok", out, False, "cpu") == "reused"
+    assert run_part("zz_ok", out, False, "cpu", force=True) == "ok"
+    assert runs(counter).count("zz_ok") == 4
+
+
+def test_part_with_malformed_output_is_recorded_as_failed(tmp_path, fake_parts):
+    fake_parts({"zz_bad": BAD_VERDICT_PART})
+    assert run_part("zz_bad", tmp_path, True, "cpu") == "failed"
+    assert "verdict 'probably'" in load_part(tmp_path, "zz_bad")["error"]
+
+
+def test_killed_reproduce_resumes_and_keeps_finished_parts(tmp_path, fake_parts):
+    counter = fake_parts({"zz_ok": OK_PART, "zz_slow": SLOW_UNLESS_PART})
+    out, folder = tmp_path / "results", tmp_path / "fake_parts"
+    script = textwrap.dedent(f"""
+        import empirical.parts
+        from empirical import reproduce
+        empirical.parts.__path__.append({str(folder)!r})
+        reproduce.PARTS = ("zz_ok", "zz_slow")
+        reproduce.reproduce({str(out)!r}, quick=True, device="cpu")
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (out / "zz_ok.json").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        time.sleep(0.2)  # now inside the slow part
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert load_part(out, "zz_ok") is not None and not (out / "zz_slow.json").exists()
+    (tmp_path / "marker").touch()
+    assert reproduce.reproduce(out, quick=True, device="cpu") == {"zz_ok": "reused", "zz_slow": "ok"}
+    assert runs(counter) == ["zz_ok", "zz_slow"]
+
+
+def test_report_is_rebuilt_from_the_part_files_alone(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(reproduce, "PARTS", ("zz_a", "zz_b"))  # no such modules exist at all
+    record = {"part": "zz_a", "status": "ok", "wall_s": 1.5, "tables": [],
+              "claims": [{"claim": "sufficiency", "verdict": "proved", "evidence": "sympy closed 3 identities",
+                          "test": "", "command": "", "figures": []}],
+              "provenance": {"config": {"part": "zz_a", "quick": False, "device": "cpu"}, "device": "cpu"}}
+    (tmp_path / "zz_a.json").write_text(json.dumps(record))
+    (tmp_path / "zz_b.json").write_text('{"claims": [')  # half-written by something non-atomic
+    text = build_report(tmp_path).read_text()
+    assert "| zz_a | ok | default | cpu | 1.5 s | 1 | [zz_a.json](zz_a.json) |" in text
+    assert "| zz_a | sufficiency | **proved** | sympy closed 3 identities | — | — | — |" in text
+    assert "unreadable results file zz_b.json" in text
+    (tmp_path / "REPORT.md").unlink()
+    assert cli.main(["report", "--results", str(tmp_path)]) == 0
+    assert (tmp_path / "REPORT.md").read_text() == text
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["reproduce", "--only", "proofs", "nonsense"], "unknown part(s) nonsense"),
+    (["report", "--results", "/nonexistent/results"], "results folder not found"),
+])
+def test_bad_input_is_one_line_exit_2(argv, needle, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err
+
+
+def test_report_on_a_folder_without_results_is_exit_2(tmp_path, capsys):
+    assert cli.main(["report", "--results", str(tmp_path)]) == 2
+    assert "no part results" in capsys.readouterr().err and not (tmp_path / "REPORT.md").exists()
+
+
+def test_reproduce_command_runs_the_selected_parts(tmp_path, fake_parts, capsys):
+    counter = fake_parts({"zz_ok": OK_PART, "zz_broken": BROKEN_PART})
+    out = tmp_path / "results"
+    assert cli.main(["reproduce", "--quick", "--device", "cpu", "--out", str(out), "--only", "zz_ok"]) == 0
+    assert runs(counter) == ["zz_ok"] and (out / "REPORT.md").exists()
+    assert cli.main(["reproduce", "--device", "cpu", "--out", str(out)]) == 1  # a part failed
+    assert "parts failed" in capsys.readouterr().err
