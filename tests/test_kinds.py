@@ -1,0 +1,110 @@
+"""The kinds beyond the paper: exact forms (sympy, mpmath) against their definitions, the torch
+forms against the exact ones at extreme scores, and the registry's normalised / can_abstain flags
+against what the rows actually do."""
+
+import mpmath
+import pytest
+import sympy
+import torch
+
+from constructions import attention
+from constructions.errors import NotExpressible
+
+NEW = ("softmax1", "sink_logit", "sigmoid", "gated", "sigmoid_norm")
+s0, s1, s2, b, g = sympy.symbols("s0 s1 s2 b g", real=True)
+S = [s0, s1, s2]
+SYMPY = attention.ops("sympy")
+
+
+def _extras(kind, sink=b, bias=b, gate=g):
+    return {"sink": sink, "bias": bias, "gate": gate}
+
+
+def _definition(name, scores, i):
+    """Each kind written straight from SPEC section 6 (sympy), independent of the registry."""
+    e = [sympy.exp(s) for s in scores]
+    sig = [1 / (1 + sympy.exp(-s)) for s in scores]
+    return {
+        "softmax1": [v / (1 + sum(e)) for v in e],
+        "sink_logit": [v / (sympy.exp(b) + sum(e)) for v in e],
+        "sigmoid": [1 / (1 + sympy.exp(-(s + b))) / max(i, 1) for s in scores],
+        "gated": [v / sum(e) / (1 + sympy.exp(-g)) for v in e],
+        "sigmoid_norm": [v / sum(sig) for v in sig],
+    }[name]
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_exact_form_equals_definition_in_sympy(name):
+    kind = attention.get(name)
+    for i in (0, 1, 2):
+        got = kind.exact(S[:i + 1], i, SYMPY, _extras(kind))
+        want = _definition(name, S[:i + 1], i)
+        assert len(got) == i + 1
+        for a, w in zip(got, want):
+            assert sympy.simplify(a - w) == 0, (name, i, a, w)
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_registry_flags_match_the_rows(name):
+    """normalised: rows sum to one exactly (sympy); can_abstain: some parameters drive a whole
+    row's mass below 1e-6 (torch), which a normalised kind can never do."""
+    kind = attention.get(name)
+    row = kind.exact(S, 2, SYMPY, _extras(kind))
+    sums_to_one = sympy.simplify(sum(row) - 1) == 0
+    assert sums_to_one == kind.normalised
+    scores = torch.full((1, 1, 3, 3), -40.0, dtype=torch.float64)
+    mask = torch.ones(3, 3, dtype=torch.bool).tril()
+    closing = {"sink": torch.tensor(40.0, dtype=torch.float64), "bias": torch.tensor(-40.0, dtype=torch.float64),
+               "gate": torch.full((1, 1, 3, 1), -40.0, dtype=torch.float64)}
+    total = kind.torch(scores, mask, closing).sum(-1)
+    assert bool((total < 1e-6).all()) == kind.can_abstain
+    assert kind.prediction and ("no" in kind.prediction.split(":")[0]) == kind.can_abstain
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_torch_form_matches_mpmath_at_extreme_scores(name):
+    """float64 torch against 40-digit mpmath on scores up to +-300 (where a naive exp overflows)."""
+    kind = attention.get(name)
+    mp = attention.ops("mpmath")
+    g = torch.Generator().manual_seed(0)
+    L = 5
+    scores = (torch.rand(2, 1, L, L, generator=g, dtype=torch.float64) - 0.5) * 600
+    mask = torch.ones(L, L, dtype=torch.bool).tril()
+    sink, bias, gate = 12.5, -3.0, torch.tensor([[-30.0, 2.0, 0.5, 300.0, -1.0]], dtype=torch.float64)
+    extras = {"sink": torch.tensor(sink, dtype=torch.float64), "bias": torch.tensor(bias, dtype=torch.float64),
+              "gate": gate.reshape(1, 1, L, 1)}
+    out = kind.torch(scores, mask, extras)
+    assert torch.all(out[..., ~mask] == 0) and torch.isfinite(out).all()
+    with mpmath.workdps(40):
+        for bi in range(2):
+            for i in range(L):
+                row = [mpmath.mpf(v) for v in scores[bi, 0, i, :i + 1].tolist()]
+                want = kind.exact(row, i, mp, {"sink": mpmath.mpf(sink), "bias": mpmath.mpf(bias),
+                                               "gate": mpmath.mpf(gate[0, i].item())})
+                for k, w in enumerate(want):
+                    assert abs(out[bi, 0, i, k].item() - float(w)) <= 1e-12 * max(1.0, abs(float(w))) + 1e-300
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_fraction_and_z3_backends_refuse_exp_and_sigmoid(name):
+    kind = attention.get(name)
+    for backend in ("fraction", "z3"):
+        ops = attention.ops(backend)
+        with pytest.raises(NotExpressible):
+            kind.exact([ops.zero, ops.one], 1, ops, {"sink": ops.zero, "bias": ops.zero, "gate": ops.zero})
+
+
+def test_softmax1_is_sink_logit_at_zero_and_gated_is_softmax_times_gate():
+    for i in range(3):
+        a = attention.get("softmax1").exact(S[:i + 1], i, SYMPY, {})
+        c = attention.get("sink_logit").exact(S[:i + 1], i, SYMPY, {"sink": 0})
+        assert all(sympy.simplify(x - y) == 0 for x, y in zip(a, c))
+        sm = attention.get("softmax").exact(S[:i + 1], i, SYMPY, {})
+        gt = attention.get("gated").exact(S[:i + 1], i, SYMPY, {"gate": g})
+        assert all(sympy.simplify(x / y - 1 / (1 + sympy.exp(-g))) == 0 for x, y in zip(gt, sm))
+
+
+def test_new_kinds_are_registered_and_selectable_by_name():
+    assert set(NEW) <= set(attention.names())
+    with pytest.raises(Exception, match="valid: .*softmax1.*sink_logit.*sigmoid.*gated.*sigmoid_norm"):
+        attention.get("softmax2")
