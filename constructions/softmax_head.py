@@ -27,13 +27,15 @@ content in [-1, 1] every coordinate sum has |.| <= i, so the worst-case max-abs 
 inputs of length L is max((L-1)/(e^b + L-1), e^-b/(2 + e^-b)), attained by all-ones content.
 
 The closed forms return sympy expressions, so they work for a numeric beta and for a symbol.
+Each also takes an optional ``exp``: any function from gaps (multiples of beta) to numbers of a
+field, so the same formulas can be evaluated exactly in Q(e^beta) by ``constructions.verify``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from . import reference, task
 from .errors import BadInput
@@ -88,64 +90,79 @@ def build(d: int, beta: Any) -> reference.Network:
 # Closed forms (sympy expressions in beta and the query position).
 
 
-def bos_mass(beta: Any, i: int, at_trigger: bool = False):
+def _sympy_exp(x: Any):
+    import sympy
+
+    return sympy.exp(_sym(x))
+
+
+def _numbers(exp: Callable[[Any], Any] | None) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """(exp, number conversion): sympy by default; a caller's exp keeps entries as they are."""
+    return (_sympy_exp, _sym) if exp is None else (exp, lambda x: x)
+
+
+def bos_mass(beta: Any, i: int, at_trigger: bool = False, exp: Callable[[Any], Any] | None = None):
     """a_i0 at query ``i``: e^b/(e^b + i) off the trigger, e^-b/(e^-b + i) at it (1 at i = 0)."""
-    import sympy
-
+    exp, num = _numbers(exp)
     if i == 0:
-        return sympy.Integer(1)
-    gap = -_sym(beta) if at_trigger else _sym(beta)
-    return sympy.exp(gap) / (sympy.exp(gap) + i)
+        return num(1)
+    weight = exp(-beta if at_trigger else beta)
+    return weight / (weight + i)
 
 
-def output(beta: Any, X: Sequence[Sequence[Any]], j: int | None = None) -> list[list[Any]]:
-    """The head's output rows on sequence ``X`` in closed form (sympy)."""
-    import sympy
-
+def output(beta: Any, X: Sequence[Sequence[Any]], j: int | None = None,
+           exp: Callable[[Any], Any] | None = None) -> list[list[Any]]:
+    """The head's output rows on sequence ``X`` in closed form:
+    sum_{k<=i} x_k * (1 - a_i0) / i at every query i >= 1, 0 at BOS."""
     j = task.trigger_position(X) if j is None else j
+    _, num = _numbers(exp)
     d = len(X[0])
-    rows = [[sympy.Integer(0)] * d]
-    running = [sympy.Integer(0)] * d  # sum_{k=1..i} x_k
+    rows = [[num(0)] * d]
+    running = [num(0)] * d  # sum_{k=1..i} x_k
     for i in range(1, len(X)):
-        running = [s + _sym(x) for s, x in zip(running, X[i])]
-        non_bos = 1 - bos_mass(beta, i, at_trigger=(i == j))  # = i / (e^{+-b} + i)
+        running = [s + num(x) for s, x in zip(running, X[i])]
+        non_bos = 1 - bos_mass(beta, i, i == j, exp)  # = i / (e^{+-b} + i)
         rows.append([s * non_bos / i for s in running])
     return rows
 
 
-def error(beta: Any, X: Sequence[Sequence[Any]], j: int | None = None) -> list[list[Any]]:
+def error(beta: Any, X: Sequence[Sequence[Any]], j: int | None = None,
+          exp: Callable[[Any], Any] | None = None) -> list[list[Any]]:
     """Output minus single-layer target, per position and coordinate, in closed form:
     sum_{k<=i} x_k/(e^b + i) off the trigger, -mean * e^-b/(j + e^-b) at it, 0 at BOS."""
-    import sympy
-
     j = task.trigger_position(X) if j is None else j
+    exp, num = _numbers(exp)
     d = len(X[0])
-    rows = [[sympy.Integer(0)] * d]
-    running = [sympy.Integer(0)] * d
+    rows = [[num(0)] * d]
+    running = [num(0)] * d
     for i in range(1, len(X)):
-        running = [s + _sym(x) for s, x in zip(running, X[i])]
+        running = [s + num(x) for s, x in zip(running, X[i])]
         if i == j:
-            rows.append([-(s / j) * bos_mass(beta, j, at_trigger=True) for s in running])
+            rows.append([-(s / j) * bos_mass(beta, j, True, exp) for s in running])
         else:
-            rows.append([s / (sympy.exp(_sym(beta)) + i) for s in running])
+            rows.append([s / (exp(beta) + i) for s in running])
     return rows
 
 
-def content_flag_error(beta: Any, i: int):
+def content_flag_error(beta: Any, i: int, exp: Callable[[Any], Any] | None = None):
     """The error on the content-flag coordinate at a non-trigger query i < j: i/(e^b + i)."""
-    import sympy
+    exp, num = _numbers(exp)
+    return num(i) / (exp(beta) + i)
 
-    return sympy.Integer(i) / (sympy.exp(_sym(beta)) + i)
+
+def max_error_terms(beta: Any, L: int, exp: Callable[[Any], Any] | None = None) -> tuple[Any, Any]:
+    """The two candidates of ``max_error``: (L-1)/(e^b + L-1) and e^-b/(2 + e^-b)."""
+    exp, num = _numbers(exp)
+    return num(L - 1) / (exp(beta) + (L - 1)), exp(-beta) / (exp(-beta) + 2)
 
 
 def max_error(beta: Any, L: int):
     """Worst-case max-abs error over all sequences of length L with content in [-1, 1]:
-    max((L-1)/(e^b + L-1), e^-b/(2 + e^-b)); attained by all-ones content (first term at a
-    query after the trigger, second at the trigger j = 2)."""
+    max((L-1)/(e^b + L-1), e^-b/(2 + e^-b)); attained by all-ones content (first term at the
+    last query, after the trigger; second at the trigger j = 2)."""
     import sympy
 
-    b = _sym(beta)
-    return sympy.Max((L - 1) / (sympy.exp(b) + L - 1), sympy.exp(-b) / (2 + sympy.exp(-b)))
+    return sympy.Max(*max_error_terms(beta, L))
 
 
 @dataclass(frozen=True)
@@ -174,17 +191,15 @@ def trade_off() -> TradeOff:
     b = sympy.Symbol("beta", real=True)
     i = sympy.Symbol("i", integer=True, positive=True)
     L = sympy.Symbol("L", integer=True, positive=True)
-    e = i / (sympy.exp(b) + i)
-    mass = sympy.exp(b) / (sympy.exp(b) + i)
+    e = content_flag_error(b, i)
+    mass = bos_mass(b, i)
     identity = sympy.simplify(e - (1 - mass)) == 0
     positive = bool(e.is_positive)
-    worst_off = (L - 1) / (sympy.exp(b) + L - 1)
-    worst_at = sympy.exp(-b) / (2 + sympy.exp(-b))
-    lim_worst = sympy.Max(sympy.limit(worst_off, b, sympy.oo), sympy.limit(worst_at, b, sympy.oo))
+    worst = [sympy.limit(term, b, sympy.oo) for term in max_error_terms(b, L)]
     return TradeOff(
         error_is_one_minus_bos_mass=bool(identity),
         error_positive_for_finite_beta=positive,
         bos_mass_limit=sympy.limit(mass, b, sympy.oo),
-        max_error_limit=lim_worst,
-        trigger_bos_mass_limit=sympy.limit(sympy.exp(-b) / (sympy.exp(-b) + i), b, sympy.oo),
+        max_error_limit=sympy.Max(*worst),
+        trigger_bos_mass_limit=sympy.limit(bos_mass(b, i, at_trigger=True), b, sympy.oo),
     )
