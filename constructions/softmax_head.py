@@ -97,8 +97,13 @@ def _sympy_exp(x: Any):
 
 
 def _numbers(exp: Callable[[Any], Any] | None) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    """(exp, number conversion): sympy by default; a caller's exp keeps entries as they are."""
-    return (_sympy_exp, _sym) if exp is None else (exp, lambda x: x)
+    """(exp, number conversion): sympy by default; with a caller's exp, ints become Fractions
+    (so that 0 / j stays exact) and other entries stay as they are."""
+    return (_sympy_exp, _sym) if exp is None else (exp, _exact)
+
+
+def _exact(x: Any) -> Any:
+    return Fraction(x) if isinstance(x, int) and not isinstance(x, bool) else x
 
 
 def bos_mass(beta: Any, i: int, at_trigger: bool = False, exp: Callable[[Any], Any] | None = None):

@@ -1,0 +1,189 @@
+"""The explicit constructions on the torch side: weight files, and the float length check.
+
+- Weight files: ``network_to_json`` keeps every entry exact as a fraction string ("1/3");
+  ``load_network`` reads such a file back into an exact ``reference.Network`` and
+  ``load_model`` (the one loader into torch) goes on through ``model.from_network``.
+  ``network_to_npz`` writes float arrays (read back with ``allow_pickle=False``).
+- ``float_check`` runs a construction's weights through ``empirical.model`` on random batches
+  of the task at any length (the reference size L = 16 and far beyond it) and reports the
+  largest error and the BOS weights, to show that the exact construction generalises in length.
+
+Torch is imported inside the functions that need it, so the exact pieces stay light.
+"""
+
+from __future__ import annotations
+
+import io
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping
+
+from constructions import reference, task
+from constructions.errors import BadInput
+from constructions.files import read_json, write_atomic, write_json
+
+FORMAT = "sinks-network/1"
+MATRICES = ("W_Q", "W_K", "W_V")
+
+
+# ----------------------------------------------------------------------------------------
+# Exact JSON.
+
+
+def _exact_str(v: Any) -> str:
+    """An exact rational as "p/q" (or "p"); anything irrational is refused, not rounded."""
+    try:
+        import sympy
+
+        if isinstance(v, sympy.Basic):
+            if not v.is_Rational:
+                raise BadInput(f"weight {v} is not a rational number; JSON keeps exact rationals only")
+            return str(v)
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(v, bool) or not isinstance(v, (int, Fraction, float)):
+        raise BadInput(f"weight {v!r} is not a number")
+    return str(Fraction(v))
+
+
+def _matrix_json(M: reference.Matrix) -> list[list[str]]:
+    return [[_exact_str(v) for v in row] for row in M]
+
+
+def network_to_json(net: reference.Network, meta: Mapping[str, Any] | None = None) -> dict:
+    """The network as a JSON-able dict with exact fraction strings."""
+    return {
+        "format": FORMAT,
+        "kind": net.kind,
+        "residual": net.residual,
+        "d": net.d,
+        "meta": dict(meta or {}),
+        "layers": [
+            {**{name: [_matrix_json(M) for M in getattr(layer, name)] for name in MATRICES},
+             "W_O": _matrix_json(layer.W_O),
+             "extras": [{k: (_matrix_json([v])[0] if isinstance(v, (list, tuple)) else _exact_str(v))
+                         for k, v in layer.head_extras(h).items()} for h in range(layer.heads)]
+             if layer.extras else []}
+            for layer in net.layers
+        ],
+    }
+
+
+def _fraction(text: Any, where: str) -> Fraction:
+    if not isinstance(text, str):
+        raise BadInput(f"{where}: expected a fraction string, got {text!r}")
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise BadInput(f"{where}: {text!r} is not a fraction") from None
+
+
+def _matrix_from(rows: Any, where: str) -> reference.Matrix:
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
+        raise BadInput(f"{where}: expected a list of rows")
+    return tuple(tuple(_fraction(v, f"{where}[{r}][{c}]") for c, v in enumerate(row)) for r, row in enumerate(rows))
+
+
+def network_from_json(data: Any, source: str = "network") -> reference.Network:
+    """An exact ``reference.Network`` from ``network_to_json``'s dict; malformed data is bad input."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BadInput(f"{source}: not a {FORMAT} file")
+    layers_data = data.get("layers")
+    if not isinstance(layers_data, list) or not layers_data:
+        raise BadInput(f"{source}: 'layers' must be a non-empty list")
+    layers = []
+    for n, ld in enumerate(layers_data):
+        if not isinstance(ld, dict):
+            raise BadInput(f"{source}: layer {n} is not an object")
+        heads = {name: tuple(_matrix_from(M, f"{source}: layer {n} {name}[{h}]")
+                             for h, M in enumerate(ld.get(name) or [])) for name in MATRICES}
+        extras = tuple(
+            {k: (tuple(_fraction(x, f"{source}: layer {n} {k}") for x in v) if isinstance(v, list)
+                 else _fraction(v, f"{source}: layer {n} {k}")) for k, v in e.items()}
+            for e in ld.get("extras") or [])
+        layers.append(reference.Layer(heads["W_Q"], heads["W_K"], heads["W_V"],
+                                      _matrix_from(ld.get("W_O"), f"{source}: layer {n} W_O"), extras))
+    residual = data.get("residual")
+    if not isinstance(residual, bool):
+        raise BadInput(f"{source}: 'residual' must be true or false")
+    return reference.Network(str(data.get("kind")), tuple(layers), residual)
+
+
+def write_network_json(path: str | Path, net: reference.Network, meta: Mapping[str, Any] | None = None) -> Path:
+    return write_json(path, network_to_json(net, meta))
+
+
+def load_network(path: str | Path) -> reference.Network:
+    """Read a weight file written by ``write_network_json`` back into exact Fractions."""
+    return network_from_json(read_json(path), str(path))
+
+
+def load_model(path: str | Path, device: str = "cpu", dtype: Any = None):
+    """THE loader: a JSON weight file -> exact network -> torch ``AttentionModel``."""
+    import torch
+
+    from .model import from_network
+
+    return from_network(load_network(path), device=device, dtype=dtype or torch.float64)
+
+
+# ----------------------------------------------------------------------------------------
+# Float arrays.
+
+
+def network_arrays(net: reference.Network) -> dict[str, Any]:
+    """Float64 numpy arrays per layer ("L0.W_Q" [H, d, d], "L0.W_O" [d, H*d]) plus metadata."""
+    import numpy as np
+
+    arrays: dict[str, Any] = {"kind": np.array(net.kind), "residual": np.array(net.residual),
+                              "feature_names": np.array(task.feature_names(net.d))}
+    for n, layer in enumerate(net.layers):
+        for name in MATRICES:
+            arrays[f"L{n}.{name}"] = np.array([[[float(v) for v in row] for row in M]
+                                               for M in getattr(layer, name)], dtype=np.float64)
+        arrays[f"L{n}.W_O"] = np.array([[float(v) for v in row] for row in layer.W_O], dtype=np.float64)
+    return arrays
+
+
+def write_network_npz(path: str | Path, net: reference.Network) -> Path:
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **network_arrays(net))
+    return write_atomic(path, lambda f: f.write(buffer.getvalue()), mode="wb")
+
+
+# ----------------------------------------------------------------------------------------
+# Float length check through the torch model.
+
+
+def float_check(net: reference.Network, L: int, batch: int = 32, seed: int = 0,
+                device: str = "cpu", dtype: Any = None) -> dict[str, Any]:
+    """Run ``net``'s weights in ``empirical.model`` on ``batch`` random sequences of length ``L``
+    (trigger uniform in 2..L-1, content Uniform[-1, 1)) and compare with the task target.
+
+    Returns the largest |output - target| and the BOS weights of every head: the largest
+    a_i0 over all queries i >= 1, the smallest a_i0 over non-trigger queries, and the
+    largest a_j0 at the trigger.
+    """
+    import torch
+
+    from .model import from_network
+
+    dtype = dtype or torch.float64
+    cfg = task.TaskConfig(d=net.d, L=L, residual=net.residual)
+    model = from_network(net, device=device, dtype=dtype)
+    batch_data = task.sample(cfg, batch, torch.Generator().manual_seed(seed), device, dtype)
+    with torch.no_grad():
+        out, cache = model(batch_data.x)  # [B, L, d]
+    at_trigger = (torch.arange(L, device=batch_data.x.device) == batch_data.trigger.unsqueeze(-1))  # [B, L]
+    bos = torch.stack([cache[f"L{n}.pattern"][..., 0] for n in range(len(net.layers))])  # [layers, B, H, L]
+    bos = bos[..., 1:]  # queries 1..L-1
+    trig = at_trigger[:, 1:].unsqueeze(0).unsqueeze(2).expand_as(bos)
+    return {
+        "L": L, "batch": batch, "seed": seed, "dtype": str(dtype).replace("torch.", ""),
+        "max_abs_error": float((out - batch_data.y).abs().max()),
+        "max_bos_weight": float(bos.abs().max()),
+        "min_bos_weight_off_trigger": float(bos[~trig].min()),
+        "max_bos_weight_at_trigger": float(bos[trig].max()),
+    }
