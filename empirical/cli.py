@@ -13,7 +13,7 @@ import sys
 
 from constructions.errors import BadInput
 
-COMMANDS = ("task", "reproduce", "report", "sweep")
+COMMANDS = ("task", "reproduce", "report", "sweep", "prove", "construct")
 
 
 def build_parser() -> argparse.ArgumentParser:
