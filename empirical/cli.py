@@ -13,7 +13,7 @@ import sys
 
 from constructions.errors import BadInput
 
-COMMANDS = ("task", "reproduce", "report", "sweep", "prove", "construct")
+COMMANDS = ("task", "reproduce", "report", "sweep", "construct")
 
 
 def build_parser() -> argparse.ArgumentParser:
