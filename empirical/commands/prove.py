@@ -1,0 +1,47 @@
+"""``sinks prove [NAME ...]``: check the project's statements symbolically (sympy).
+
+Prints one line per statement (name, verdict, seconds) and writes ``results/proofs.json``
+atomically with provenance. Planted false statements run too and must come out refuted.
+Exit status 0 when every statement is proved and every planted one refuted, 1 otherwise
+(an honest ``unknown`` included). Unknown names are bad input listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("prove", help="check the lemmas and theorems T1, T2, T3 symbolically; write results/proofs.json")
+    p.add_argument("names", nargs="*", metavar="NAME", help="statements to check (default: all)")
+    p.add_argument("--out", default="results", help="results folder (default: results)")
+    p.add_argument("--list", action="store_true", help="list the statement names and exit")
+    p.set_defaults(run=run)
+
+
+def expected(verdict) -> bool:
+    """A statement should be proved, a planted false statement refuted."""
+    return verdict.status == ("refuted" if verdict.planted else "proved")
+
+
+def run(args: argparse.Namespace) -> int:
+    from constructions.files import provenance, write_json
+    from proofs import registry
+
+    if args.list:
+        print("\n".join(registry.names()))
+        return 0
+    names = args.names or None
+    verdicts = registry.run(names)  # bad names raise BadInput before anything is written
+    width = max(len(v.name) for v in verdicts)
+    print(f"{'statement':<{width}}  {'verdict':<8}  {'seconds':>7}")
+    for v in verdicts:
+        mark = "  (planted false statement)" if v.planted else ""
+        print(f"{v.name:<{width}}  {v.status:<8}  {v.seconds:>7.2f}{mark}")
+    record = {"verdicts": [v.to_dict() for v in verdicts],
+              "all_as_expected": all(expected(v) for v in verdicts),
+              "provenance": provenance({"names": names or "all"}, None, "cpu")}
+    path = write_json(Path(args.out) / "proofs.json", record)
+    print(f"wrote {path}")
+    return 0 if record["all_as_expected"] else 1

@@ -1,0 +1,81 @@
+"""The ``proofs`` part of ``sinks reproduce``: every registered statement, T1/T2/T3 as claims,
+and T1's f(eta) against the softmax family.
+
+Quick and default modes run the same checks (all symbolic, seconds); the default adds more
+betas to the family table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TEST = "tests/test_proofs.py"
+
+# (claim, statement names whose verdicts decide it, test)
+CLAIMS = (
+    ("T1(a): a single softmax head with worst-case error eta <= 1/12 puts >= 1 - 12 eta/(5 - 12 eta) on BOS "
+     "at every query before the trigger (d >= 4, L >= 4)",
+     ("bos_query_sees_only_bos", "content_flag_lower_bound", "sink_bound_direction", "t1_single_layer_sink"),
+     "test_statement_is_proved[t1_single_layer_sink]"),
+    ("T1(b): with L >= 5 and eta <= 1/120, every non-trigger query (after the trigger too) puts "
+     ">= 1 - 4 eta/(m_r(eta) + 2 eta) on BOS, m_r = 1 - 6 eta - 8 eta (1 + 48 eta)/(1 - 96 eta)",
+     ("trigger_row_ratio_bound", "flag_sum_lower_bound", "sink_bound_direction", "t1_single_layer_sink"),
+     "test_statement_is_proved[flag_sum_lower_bound]"),
+    ("T1(c): no softmax head solves the task with error 0", ("t1_single_layer_sink",),
+     "test_statement_is_proved[t1_single_layer_sink]"),
+    ("T2: per-head sink statements are false (cancelling head pairs leave the output unchanged), so a "
+     "multi-head sink theorem can only be existential", ("t2_multi_layer_existential",),
+     "test_statement_is_proved[t2_multi_layer_existential]"),
+    ("T3: the ReLU head solves the task exactly (symbolic j, L) with zero BOS weight; its residual stack too",
+     ("relu_construction_exact", "relu_rows_can_vanish"), "test_statement_is_proved[relu_construction_exact]"),
+    ("Sufficiency: the softmax family's error at non-trigger queries is exactly 1 - BOS mass and -> 0 only as "
+     "beta -> oo", ("softmax_family_limits",), "test_statement_is_proved[softmax_family_limits]"),
+)
+
+
+def _claim_from(verdicts: dict, claim: str, names: tuple[str, ...], test: str) -> dict:
+    statuses = {n: verdicts[n].status for n in names}
+    verdict = "proved" if all(s == "proved" for s in statuses.values()) else (
+        "refuted" if any(s == "refuted" for s in statuses.values()) else "unknown")
+    evidence = "; ".join(f"{n}: {s} ({verdicts[n].seconds:.2f} s)" for n, s in statuses.items())
+    return {"claim": claim, "verdict": verdict, "evidence": evidence, "test": f"{TEST}::{test}",
+            "command": "sinks prove " + " ".join(names), "figures": []}
+
+
+def run(results_dir: Path, quick: bool, device: str) -> dict:
+    from proofs import registry
+    from proofs.t1_single_layer_sink import family_table
+
+    verdicts = {v.name: v for v in registry.run()}
+    claims = [_claim_from(verdicts, *c) for c in CLAIMS]
+    claims.append({
+        "claim": "T1 after the trigger when L = 4 (only trigger positions 2 and 3)", "verdict": "unknown",
+        "evidence": "not covered: the trigger row's ratio rho is not pinned by two trigger positions, and the "
+                    "bound on the trigger's image carries eta * B/C (proofs/README.md)",
+        "test": "", "command": "sinks prove t1_single_layer_sink", "figures": []})
+    claims.append({
+        "claim": "T2 (existential): some head of a multi-layer softmax model that solves the task must sink",
+        "verdict": "unknown", "evidence": "not proved symbolically; observed in training (training part)",
+        "test": "", "command": "sinks prove t2_multi_layer_existential", "figures": []})
+    for v in verdicts.values():
+        if v.planted:
+            claims.append({"claim": f"planted false statement (must be refuted): {v.statement}", "verdict": v.status,
+                           "evidence": v.evidence[-1] if v.evidence else "", "figures": [],
+                           "test": f"{TEST}::test_planted_false_statement_is_not_proved[{v.name}]",
+                           "command": f"sinks prove {v.name}"})
+    betas = (6, 8, 10, 12, 14) if quick else (6, 7, 8, 9, 10, 12, 14, 16, 20)
+    rows = family_table(betas)
+    table = {
+        "title": "T1's f(eta) against the softmax family (L = 16): 1 - min BOS mass vs the bound",
+        "columns": ["beta", "eta", "1-a pre", "f_pre", "ratio", "1-a after", "f_all", "ratio"],
+        "rows": [[r["beta"], f"{r['eta']:.3e}", f"{r['one_minus_bos_pre']:.3e}", _fmt(r, "f_pre"), _fmt(r, "pre_ratio", 3),
+                  f"{r['one_minus_bos_after']:.3e}", _fmt(r, "f_all"), _fmt(r, "after_ratio", 3)] for r in rows],
+        "note": "f_pre applies for eta <= 1/12, f_all for eta <= 1/120 ('-' outside); ratio = (1 - a)/f",
+    }
+    return {"claims": claims, "tables": [table], "verdicts": [v.to_dict() for v in verdicts.values()]}
+
+
+def _fmt(row: dict, key: str, digits: int = 0) -> str:
+    if key not in row:
+        return "-"
+    return f"{row[key]:.{digits}f}" if digits else f"{row[key]:.3e}"

@@ -1,0 +1,130 @@
+"""The proofs registry: every statement proved, every planted false statement refuted, and the
+checkers able to fail (a wrong constant, a wrong coefficient, an unjustified atom)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import sympy
+
+from constructions.errors import BadInput
+from proofs import algebra, registry
+from proofs.planted_false_statements import CONTROLS
+from proofs.verdict import Evidence, Verdict, timed
+
+STATEMENTS = [n for n in registry.names() if n not in CONTROLS]
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    return {v.name: v for v in registry.run()}
+
+
+@pytest.mark.parametrize("name", STATEMENTS)
+def test_statement_is_proved(verdicts, name):
+    v = verdicts[name]
+    assert v.status == "proved", v.evidence
+    assert not v.planted and v.evidence and v.cases and v.statement
+    assert not any(line.startswith("did not close") for line in v.evidence)
+    json.dumps(v.to_dict())  # JSON-serialisable
+
+
+@pytest.mark.parametrize("name", sorted(CONTROLS))
+def test_planted_false_statement_is_not_proved(verdicts, name):
+    v = verdicts[name]
+    assert v.planted
+    assert v.status == "refuted", v.evidence
+    assert v.evidence[-1].startswith("counterexample:")
+
+
+def test_content_flag_bound_fails_when_tightened(monkeypatch):
+    from proofs import content_flag_lower_bound as m
+
+    monkeypatch.setattr(m, "lower_bound", lambda: sympy.Rational(5, 6) - 2 * m.tr.eta)
+    assert m.check().status == "unknown"
+
+
+def test_flag_sum_bound_fails_with_a_smaller_error_term(monkeypatch):
+    from proofs import flag_sum_lower_bound as m
+
+    monkeypatch.setattr(m, "m_r", lambda: 1 - 5 * m.e - 8 * m.e * (1 + 48 * m.e) / (1 - 96 * m.e))
+    v = m.check()
+    assert v.status == "unknown" and any("w_r - m_r" in line for line in v.evidence if line.startswith("did not"))
+
+
+def test_certificate_rejects_wrong_terms():
+    x, y = sympy.symbols("x y", real=True)
+    atoms = [algebra.Atom("x", x, "premise"), algebra.Atom("y", y, "premise"),
+             algebra.Atom("x - 1", x - 1, "interval")]
+    assert algebra.certificate(x + 2 * y, [(1, ["x"]), (2, ["y"])], atoms)[0]
+    assert not algebra.certificate(x + 2 * y, [(1, ["x"]), (1, ["y"])], atoms)[0]  # residual y
+    assert not algebra.certificate(x - y, [(1, ["x"]), (-1, ["y"])], atoms)[0]  # negative coefficient
+    assert not algebra.certificate(x, [(1, ["z"])], atoms)[0]  # undeclared atom
+    # an "interval" atom must depend on eta alone and be >= 0 on the interval
+    eta = sympy.Symbol("eta", nonnegative=True)
+    assert not algebra.certificate(x - 1, [(1, ["x - 1"])], atoms, eta, sympy.Interval(0, 1))[0]
+    ok_atom = algebra.Atom("1/2 - eta", sympy.Rational(1, 2) - eta, "interval")
+    assert algebra.certificate(1 - 2 * eta, [(2, ["1/2 - eta"])], [ok_atom], eta, sympy.Interval(0, sympy.Rational(1, 2)))[0]
+    assert not algebra.certificate(1 - 2 * eta, [(2, ["1/2 - eta"])], [ok_atom], eta, sympy.Interval(0, 1))[0]
+
+
+def test_is_zero_never_guesses():
+    x = sympy.Symbol("x", real=True)
+    assert algebra.is_zero(sympy.sin(x) ** 2 + sympy.cos(x) ** 2 - 1)
+    assert not algebra.is_zero(x - x ** 2)
+
+
+def test_verdict_status_rules():
+    with pytest.raises(ValueError):
+        Verdict("x", "maybe", "s")
+    assert timed("x", "s", lambda ev: ev.note("argued only")).status == "unknown"  # nothing checked
+    assert timed("x", "s", lambda ev: (ev.step(True, "a"), ev.step(False, "b"))).status == "unknown"
+    assert timed("x", "s", lambda ev: ev.step(True, "a")).status == "proved"
+    ev = Evidence()
+    ev.refute("c")
+    assert ev.status == "refuted"
+
+
+def test_unknown_statement_is_bad_input_listing_valid_names():
+    with pytest.raises(BadInput, match="valid: .*t1_single_layer_sink"):
+        registry.run(["no_such_statement"])
+
+
+def _sinks(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "empirical.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_prove_command_writes_results_with_provenance(tmp_path):
+    r = _sinks("prove", "sink_bound_direction", "planted_convex_hull_no_denominator", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "sink_bound_direction" in r.stdout and "proved" in r.stdout and "refuted" in r.stdout
+    record = json.loads((tmp_path / "proofs.json").read_text())
+    assert [v["status"] for v in record["verdicts"]] == ["proved", "refuted"]
+    assert record["all_as_expected"] and "versions" in record["provenance"]
+
+
+def test_prove_command_bad_name_is_one_line_exit_2(tmp_path):
+    r = _sinks("prove", "nosuch", "--out", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nosuch" in r.stderr and "valid:" in r.stderr
+    assert not (tmp_path / "proofs.json").exists()
+
+
+def test_prove_command_does_not_load_torch():
+    code = ("import sys; from empirical import cli; cli.main(['prove', '--list']); "
+            "print('torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.strip().endswith("False"), r.stdout + r.stderr
+
+
+def test_part_output_is_valid(verdicts, monkeypatch, tmp_path):
+    from empirical.parts import proofs as part
+    from empirical.reproduce import validate_output
+
+    monkeypatch.setattr(registry, "run", lambda names=None: list(verdicts.values()))
+    claims, tables, details = validate_output(part.run(tmp_path, True, "cpu"))
+    by_claim = {c["claim"][:6]: c["verdict"] for c in claims}
+    assert by_claim["T1(a):"] == by_claim["T1(b):"] == by_claim["T3: th"] == "proved"
+    assert any(c["verdict"] == "unknown" and "L = 4" in c["claim"] for c in claims)
+    assert tables and all(len(r) == len(tables[0]["columns"]) for r in tables[0]["rows"])
+    json.dumps(details)
