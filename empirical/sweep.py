@@ -338,7 +338,11 @@ def _run_ray(jobs: Sequence[Job], workers: int | None, device: str, finished: Do
         raise BadInput(RAY_INSTALL_HINT) from None
     started_here = not ray.is_initialized()
     # RAY_ADDRESS unset: a local Ray on this machine; set: join that cluster (same code).
-    ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True)
+    address = os.environ.get("RAY_ADDRESS")
+    try:
+        ray.init(address=address, ignore_reinit_error=True)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise BadInput(f"cannot start or join Ray (RAY_ADDRESS={address!r}): {e}".splitlines()[0]) from None
     try:
         remote = ray.remote(num_cpus=1)(_execute)
         queue = list(jobs)
@@ -353,8 +357,9 @@ def _run_ray(jobs: Sequence[Job], workers: int | None, device: str, finished: Do
                 job = in_flight.pop(ref)
                 try:
                     payload = ray.get(ref)
-                except Exception as e:  # RayTaskError wraps the job's exception; a dead worker too
-                    failed(job, e)
+                except Exception as e:  # a dead worker too; RayTaskError wraps the job's own error
+                    cause = getattr(e, "cause", None)
+                    failed(job, cause if isinstance(cause, BaseException) else e)
                 else:
                     finished(job, payload)
     finally:
