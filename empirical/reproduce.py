@@ -116,6 +116,18 @@ def _check_table(n: int, table: Any) -> dict:
             "rows": table["rows"], "note": str(table.get("note") or "")}
 
 
+def plain(obj: Any) -> Any:
+    """JSON-able copy of a part's output: dataclasses, numpy / torch scalars and arrays included."""
+    obj = to_jsonable(obj)
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [plain(v) for v in obj]
+    if hasattr(obj, "tolist") and callable(obj.tolist):  # arrays and tensors (after .cpu() if needed)
+        return plain((obj.cpu() if hasattr(obj, "cpu") else obj).tolist())
+    return obj
+
+
 def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool = False) -> str:
     """Run one part unless a matching finished result exists; returns what happened:
     "missing" (no module), "reused", "ok" or "failed" (the failure is recorded in its file)."""
@@ -130,8 +142,8 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
     record: dict[str, Any] = {"part": name, "status": "ok"}
     try:
         module = importlib.import_module(f"empirical.parts.{name}")
-        claims, tables, details = validate_output(module.run(Path(results_dir), quick, device))
-        json.dumps(to_jsonable(details))  # a result that cannot be stored is a failure of the part
+        claims, tables, details = validate_output(plain(module.run(Path(results_dir), quick, device)))
+        json.dumps(details)  # a result that cannot be stored is a failure of the part
         record.update(claims=claims, tables=tables, details=details)
     except Exception as e:  # a broken part is reported, and the other parts still run
         message = f"{type(e).__name__}: {e}".splitlines()[0]
@@ -180,7 +192,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:.6g}"
     return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
 
 
