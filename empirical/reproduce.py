@@ -166,9 +166,12 @@ def reproduce(
 ) -> dict[str, str]:
     """Run the selected parts in order, then build REPORT.md; returns each part's status."""
     results_dir = Path(results_dir)
+    selection = check_selection(only)
+    if results_dir.exists() and not results_dir.is_dir():
+        raise BadInput(f"results folder {results_dir} is a file, not a folder")
     results_dir.mkdir(parents=True, exist_ok=True)
     statuses = {}
-    for name in check_selection(only):
+    for name in selection:
         log(f"[{name}] running ({'quick' if quick else 'default'}, {device})" if part_exists(name)
             else f"[{name}] missing: empirical/parts/{name}.py does not exist")
         start = time.perf_counter()

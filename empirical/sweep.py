@@ -263,6 +263,8 @@ def run_sweep(
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise BadInput(f"workers must be a positive integer, got {workers!r}")
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadInput(f"sweep output folder {out_dir} is a file, not a folder")
     notify = on_event or (lambda kind, run_id, detail: None)
     outcome = SweepOutcome()
     pending: list[Job] = []

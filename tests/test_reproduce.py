@@ -188,6 +188,13 @@ def test_bad_input_is_one_line_exit_2(argv, needle, capsys):
     assert err.count("\n") == 1 and needle in err
 
 
+def test_results_folder_that_is_a_file_is_exit_2(tmp_path, capsys):
+    (tmp_path / "results").write_text("not a folder")
+    assert cli.main(["reproduce", "--device", "cpu", "--out", str(tmp_path / "results"), "--only", "proofs"]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert (tmp_path / "results").read_text() == "not a folder"
+
+
 def test_report_on_a_folder_without_results_is_exit_2(tmp_path, capsys):
     assert cli.main(["report", "--results", str(tmp_path)]) == 2
     assert "no part results" in capsys.readouterr().err and not (tmp_path / "REPORT.md").exists()

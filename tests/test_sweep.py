@@ -230,6 +230,9 @@ def test_missing_sweep_file_and_bad_workers_are_exit_2(tmp_path, capsys):
     assert "file not found" in capsys.readouterr().err
     rc, io = sweep_cli(tmp_path, capsys, [{"fn": ECHO, "config": {}}], "--workers", "0")
     assert rc == 2 and "workers" in io.err and not (tmp_path / "out").exists()
+    (tmp_path / "out").write_text("a file")
+    rc, io = sweep_cli(tmp_path, capsys, [{"fn": ECHO, "config": {}}])
+    assert rc == 2 and "is a file" in io.err and (tmp_path / "out").read_text() == "a file"
 
 
 def test_sweep_cli_runs_and_resumes(tmp_path, capsys):
