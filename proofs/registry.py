@@ -25,6 +25,7 @@ STATEMENT_MODULES = (
     "content_flag_lower_bound",
     "trigger_row_ratio_bound",
     "flag_sum_lower_bound",
+    "trigger_flag_lower_bound",
     "t1_single_layer_sink",
     "relu_construction_exact",
     "softmax_family_limits",

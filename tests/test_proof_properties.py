@@ -111,3 +111,37 @@ def test_softmax_family_meets_t1_bound(beta, L):
             assert gap <= F_PRE(eta) + TOL
         if eta <= 1 / 120:
             assert gap <= F_ALL(eta) + TOL
+
+
+def _trigger_equations_solution(A, B, C, bos, dev2, dev3, coordinate_targets):
+    """Images (t, r) along one coordinate with BOS image ``bos`` whose trigger errors at j = 2, 3
+    are exactly dev2, dev3: solves A bos + (j-1) B t + C r = Z_j (target_j + dev_j), j = 2, 3."""
+    Z = {j: A + (j - 1) * B + C for j in (2, 3, 4)}
+    rhs = {j: Z[j] * (coordinate_targets(j) + dev) - A * bos for j, dev in ((2, dev2), (3, dev3))}
+    t = (rhs[3] - rhs[2]) / B
+    r = (rhs[2] - B * t) / C
+    return t, r, Z
+
+
+@settings(max_examples=120, deadline=None)
+@given(logA=st.floats(-8, 3), logC=st.floats(-8, 3), dev=st.lists(st.floats(-1, 1), min_size=6, max_size=6),
+       scale=st.sampled_from([1e-4, 1e-3, 4e-3, 8e-3]))
+def test_trigger_row_lemmas_hold_where_the_trigger_barely_attends_to_itself(logA, logC, dev, scale):
+    """Steps 3, 5, 6 of T1 on the trigger-row equations directly, in the regime the proof worries
+    about (A, C << B): pick A, B = 1, C and the errors, solve for the images, measure eta over all
+    the errors used (BOS images and the j = 2, 3, 4 trigger errors), check the stated bounds."""
+    A, B, C = math.exp(logA), 1.0, math.exp(logC)
+    gb, hb, g2, g3, h2, h3 = (scale * x for x in dev)
+    gt, gr, Z = _trigger_equations_solution(A, B, C, gb, g2, g3, lambda j: 1 / j)
+    ht, hr, _ = _trigger_equations_solution(A, B, C, hb, h2, h3, lambda j: (j - 1) / j)
+    h4 = (A * hb + 3 * B * ht + C * hr) / Z[4] - 3 / 4  # the j = 4 error these images produce
+    eta = max(abs(x) for x in (gb, hb, g2, g3, h2, h3, h4))
+    if eta <= 1 / 12:
+        assert ht >= 5 / 6 - 3 * eta - TOL
+        assert gr >= 2 / 3 - 3 * eta + (B / C) * (1 / 3 - 4 * eta) + (A / C) * (2 / 3 - 4 * eta) - 1e-9 * (1 + B / C)
+    if eta <= 1 / 120:
+        rho = Z[2] / B
+        assert rho * (1 + 48 * eta) >= 2 - 48 * eta - TOL and rho * (1 - 48 * eta) <= 2 + 48 * eta + TOL
+        m_r = 1 - 6 * eta - 8 * eta * (1 + 48 * eta) / (1 - 96 * eta)
+        m_t = 1 - 2 * eta - 4 * eta * (2 + 48 * eta) / (1 - 48 * eta)
+        assert gt + ht >= m_t - 1e-9 and gr + hr >= m_r - 1e-9
