@@ -102,6 +102,16 @@ def test_prove_command_writes_results_with_provenance(tmp_path):
     record = json.loads((tmp_path / "proofs.json").read_text())
     assert [v["status"] for v in record["verdicts"]] == ["proved", "refuted"]
     assert record["all_as_expected"] and "versions" in record["provenance"]
+    assert [c["verdict"] for c in record["claims"]] == ["refuted"]  # only the planted claim's statements ran
+
+
+def test_prove_output_is_readable_by_the_report(tmp_path):
+    from empirical.reproduce import load_part
+
+    r = _sinks("prove", "t1_single_layer_sink", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    record = load_part(tmp_path, "proofs")
+    assert record is not None and record["tables"] and any(c["claim"].startswith("T1(c)") for c in record["claims"])
 
 
 def test_prove_command_bad_name_is_one_line_exit_2(tmp_path):

@@ -1,7 +1,9 @@
 """``sinks prove [NAME ...]``: check the project's statements symbolically (sympy).
 
 Prints one line per statement (name, verdict, seconds) and writes ``results/proofs.json``
-atomically with provenance. Planted false statements run too and must come out refuted.
+atomically with provenance. The file also carries the ``proofs`` part's claims and table
+(``empirical.parts.proofs``), so ``sinks report`` can use it; ``sinks reproduce`` reruns the
+part over it, since its provenance differs. Planted false statements run too and must come out refuted.
 Exit status 0 when every statement is proved and every planted one refuted, 1 otherwise
 (an honest ``unknown`` included). Unknown names are bad input listing the valid ones.
 """
@@ -27,6 +29,7 @@ def expected(verdict) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from constructions.files import provenance, write_json
+    from empirical.parts.proofs import claims_for, family_table_for_report
     from proofs import registry
 
     if args.list:
@@ -39,7 +42,10 @@ def run(args: argparse.Namespace) -> int:
     for v in verdicts:
         mark = "  (planted false statement)" if v.planted else ""
         print(f"{v.name:<{width}}  {v.status:<8}  {v.seconds:>7.2f}{mark}")
-    record = {"verdicts": [v.to_dict() for v in verdicts],
+    by_name = {v.name: v for v in verdicts}
+    record = {"part": "proofs", "status": "ok", "claims": claims_for(by_name),
+              "tables": [family_table_for_report(quick=True)] if "t1_single_layer_sink" in by_name else [],
+              "verdicts": [v.to_dict() for v in verdicts],
               "all_as_expected": all(expected(v) for v in verdicts),
               "provenance": provenance({"names": names or "all"}, None, "cpu")}
     path = write_json(Path(args.out) / "proofs.json", record)
