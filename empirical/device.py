@@ -1,0 +1,54 @@
+"""Which torch device a command runs on, and how many CPU threads it uses.
+
+``resolve_device("auto")`` picks CUDA when torch sees a GPU and the CPU otherwise; an explicit
+name ("cpu", "cuda", "cuda:1", "mps") is checked, and a name torch does not know, or a device
+this machine does not have, is bad input with a one-line message.
+"""
+
+from __future__ import annotations
+
+import os
+
+from constructions.errors import BadInput
+
+
+def resolve_device(name: str = "auto") -> str:
+    """The canonical device string for ``name`` ("auto" | "cpu" | "cuda[:n]" | "mps")."""
+    import torch
+
+    if not isinstance(name, str) or not name:
+        raise BadInput(f"device must be a name such as auto, cpu or cuda, got {name!r}")
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise BadInput(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise BadInput(f"device {name!r} requested but torch sees no CUDA GPU on this machine")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise BadInput(f"device {name!r} requested but only {torch.cuda.device_count()} GPU(s) exist")
+    elif device.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise BadInput(f"device {name!r} requested but MPS is not available on this machine")
+    elif device.type != "cpu":
+        raise BadInput(f"unsupported device {name!r}; use auto, cpu, cuda or cuda:N")
+    return str(device)
+
+
+def owned_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, not the machine's total)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - platforms without affinity masks
+        return max(1, os.cpu_count() or 1)
+
+
+def use_owned_cores() -> int:
+    """Set torch's intra-op threads to the cores this process owns; returns that number."""
+    import torch
+
+    n = owned_cores()
+    torch.set_num_threads(n)
+    return n

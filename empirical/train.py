@@ -1,0 +1,328 @@
+"""Training on the task of SPEC section 1 with the reference optimiser and stop rule (section 4).
+
+``train(TrainConfig(...)) -> summary`` trains every seed of ``config.seeds`` together in ONE
+ensemble model (a leading seed dimension on every parameter, ``empirical.model``):
+
+- member s has its own initialisation (``AttentionModel`` seeds it with s) and its own data
+  generator (seeded with ``data_seed(s)``), so its run does not depend on the other members;
+- the loss is the sum over members of each member's MSE, so each member's gradient is its own
+  and Adam (elementwise) updates each member as if it trained alone;
+- the stop rule is checked for each member at every step: the first batch whose max-abs error
+  is below ``tol`` stops that member; it is frozen from then on (its loss is masked out and its
+  Adam first moment zeroed, so every later update of its parameters is exactly 0). Checking it
+  costs one host sync of an [S] tensor per step, nothing more.
+
+The summary (JSON-able) holds per member: steps to stop (or the cap, flagged not converged),
+the final batch error, the evaluation on ``eval_sequences`` sequences with the trigger at
+``eval_trigger`` (errors, the per-head sink metrics of ``empirical.metrics``, the certified
+bound of ``empirical.bound`` where it applies), mean and std attention patterns for the figures,
+a history of loss / error / sink mass / bound every ``log_every`` steps, timing and provenance.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from constructions import attention, files, task
+from constructions.errors import BadInput
+
+DATA_SEED_OFFSET = 1 << 40  # member s draws data from seed 2^40 + s: never an init seed
+EVAL_SEED = 20260329  # one fixed evaluation set for every run and member
+HISTORY_SEQUENCES = 128  # sequences of the small evaluation set used at each history point
+HISTORY_SOLVER_ITERS = 100  # bound solver steps at history points (still certified, less tight)
+
+
+def data_seed(seed: int) -> int:
+    return DATA_SEED_OFFSET + seed
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training setting; ``residual`` and ``lr`` default to SPEC section 4's choice
+    (residual stream and lr 1e-4 for several layers; no residual and lr 1e-3 for one)."""
+
+    kind: str = "softmax"
+    d: int = 16
+    L: int = 16
+    content: str = "uniform"
+    layers: int = 1
+    heads: int = 1
+    residual: bool | None = None  # None: derived, residual exactly when layers > 1
+    lr: float | None = None  # None: 1e-3 for one layer, 1e-4 for several
+    betas: tuple[float, float] = (0.9, 0.95)
+    batch: int = 128
+    tol: float = 5e-3
+    max_steps: int = 50_000
+    seeds: tuple[int, ...] = (0,)
+    eval_sequences: int = 1000
+    eval_trigger: int = 7
+    bound_sequences: int | None = None  # None: the bound on every evaluation sequence
+    log_every: int = 100
+
+    def __post_init__(self) -> None:
+        attention.get(self.kind)  # BadInput naming the valid kinds
+        if self.bound_sequences is None:
+            object.__setattr__(self, "bound_sequences", self.eval_sequences)
+        for name in ("layers", "heads", "batch", "max_steps", "eval_sequences", "bound_sequences", "log_every"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 1:
+                raise BadInput(f"training field {name!r} must be a positive integer, got {value!r}")
+        if self.residual is None:
+            object.__setattr__(self, "residual", self.layers > 1)
+        if self.lr is None:
+            object.__setattr__(self, "lr", 1e-3 if self.layers == 1 else 1e-4)
+        if not isinstance(self.lr, (int, float)) or isinstance(self.lr, bool) or not self.lr > 0:
+            raise BadInput(f"training field 'lr' must be a positive number, got {self.lr!r}")
+        betas = tuple(self.betas) if isinstance(self.betas, (list, tuple)) else None
+        if betas is None or len(betas) != 2 or not all(isinstance(b, (int, float)) and 0 <= b < 1 for b in betas):
+            raise BadInput(f"training field 'betas' must be two numbers in [0, 1), got {self.betas!r}")
+        object.__setattr__(self, "betas", tuple(float(b) for b in betas))
+        if not isinstance(self.tol, (int, float)) or isinstance(self.tol, bool) or not self.tol > 0:
+            raise BadInput(f"training field 'tol' must be a positive number, got {self.tol!r}")
+        seeds = tuple(self.seeds) if isinstance(self.seeds, (list, tuple)) else None
+        if not seeds or not all(_is_int(s) and s >= 0 for s in seeds):
+            raise BadInput(f"training field 'seeds' must be a non-empty list of integers >= 0, got {self.seeds!r}")
+        if len(set(seeds)) != len(seeds):
+            raise BadInput(f"training field 'seeds' has repeated seeds: {list(seeds)}")
+        object.__setattr__(self, "seeds", seeds)
+        self.task()  # BadInput for d, L, content
+        if not _is_int(self.eval_trigger) or not 2 <= self.eval_trigger <= self.L - 1:
+            raise BadInput(f"training field 'eval_trigger' must be an integer in 2..{self.L - 1}, got {self.eval_trigger!r}")
+
+    def task(self, trigger: int | None = None) -> task.TaskConfig:
+        """The task this config trains on (random trigger) or evaluates on (fixed trigger)."""
+        return task.TaskConfig(d=self.d, L=self.L, trigger=trigger, residual=self.residual, content=self.content)
+
+    @property
+    def bound_applies(self) -> bool:
+        return attention.get(self.kind).normalised
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "TrainConfig":
+        return files.config_from_dict(cls, data, "training config")
+
+
+# ----------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """tqdm bar on a terminal, nothing otherwise (or when quiet)."""
+
+    def __init__(self, total: int, quiet: bool, label: str):
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=label, unit="step", leave=False, mininterval=0.5)
+
+    def show(self, step: int, active, max_err: list[float]) -> None:
+        if self.bar is not None:
+            live = [e for e, a in zip(max_err, active.tolist()) if a]
+            self.bar.update(step - self.bar.n)
+            self.bar.set_postfix(active=len(live), max_err=f"{max(live, default=0):.2e}", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _sample(cfg: task.TaskConfig, batch: int, generators: list, device: str):
+    """One fresh batch per member: x, y [S, B, L, d]."""
+    import torch
+
+    parts = [task.sample(cfg, batch, g) for g in generators]
+    x = torch.stack([p.x for p in parts]).to(device)
+    y = torch.stack([p.y for p in parts]).to(device)
+    return x, y
+
+
+def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict[str, Any]:
+    """Train every seed of ``config`` together; return the JSON-able summary."""
+    import torch
+
+    from empirical.model import AttentionModel
+
+    S = len(config.seeds)
+    model = AttentionModel(config.kind, config.d, layers=config.layers, heads=config.heads,
+                           residual=config.residual, ensemble=S, seeds=config.seeds, device=device)
+    params = list(model.parameters())
+    opt = torch.optim.Adam(params, lr=config.lr, betas=config.betas)
+    train_task = config.task()
+    generators = [torch.Generator().manual_seed(data_seed(s)) for s in config.seeds]
+    history_set = _eval_batch(config, HISTORY_SEQUENCES)
+
+    active = torch.ones(S, dtype=torch.bool, device=device)
+    stop_step = [None] * S
+    final_batch_err = [float("nan")] * S
+    history: list[dict[str, Any]] = []
+    progress = _Progress(config.max_steps, quiet, f"{config.kind} {config.layers}x{config.heads}")
+    start = time.perf_counter()
+    steps_run, logging_seconds = 0, 0.0
+    for step in range(config.max_steps + 1):
+        x, y = _sample(train_task, config.batch, generators, device)
+        out, _ = model(x)
+        err = out - y  # [S, B, L, d]
+        max_err = err.detach().abs().amax(dim=(1, 2, 3))  # [S]
+        mse = err.pow(2).mean(dim=(1, 2, 3))  # [S]
+        host_err = max_err.tolist()  # the one host sync per step
+        newly = [s for s in range(S) if stop_step[s] is None and host_err[s] < config.tol]
+        if newly or step == config.max_steps:
+            for s in range(S):
+                if stop_step[s] is None:
+                    final_batch_err[s] = host_err[s]
+            for s in newly:
+                stop_step[s] = step
+            _freeze(opt, active, newly)
+        if step % config.log_every == 0 or newly or step == config.max_steps:
+            tick = time.perf_counter()
+            history.append(_history_point(model, config, history_set, step, mse, max_err))
+            logging_seconds += time.perf_counter() - tick
+        n_active = int(active.sum()) if newly else None
+        if step == config.max_steps or (newly and n_active == 0):
+            break
+        loss = (mse * active).sum()
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        opt.step()
+        steps_run += 1
+        if step % 50 == 0:
+            progress.show(step, active, host_err)
+    progress.close()
+    seconds = time.perf_counter() - start - logging_seconds  # training only
+
+    summary = _evaluate(model, config)
+    for s, member in enumerate(summary["members"]):
+        member.update({
+            "seed": config.seeds[s],
+            "converged": stop_step[s] is not None,
+            "steps": stop_step[s] if stop_step[s] is not None else config.max_steps,
+            "final_batch_max_abs_error": final_batch_err[s],
+        })
+    summary["history"] = history
+    summary["timing"] = {"seconds": seconds, "history_seconds": logging_seconds, "ensemble_steps": steps_run,
+                         "steps_per_second": steps_run / seconds if seconds > 0 else None,
+                         "threads": torch.get_num_threads()}
+    summary["config"] = dataclasses.asdict(config)
+    summary["provenance"] = files.provenance(config, list(config.seeds), device)
+    return files.to_jsonable(summary)
+
+
+def _freeze(opt, active, members: list[int]) -> None:
+    """Stop ``members``: mask their loss and zero Adam's first moment, so with zero gradients
+    every later update m / (sqrt(v) + eps) of their parameters is exactly 0."""
+    import torch
+
+    if not members:
+        return
+    idx = torch.tensor(members, device=active.device)
+    active[idx] = False
+    for group in opt.param_groups:
+        for p in group["params"]:
+            state = opt.state.get(p)
+            if state and "exp_avg" in state:
+                state["exp_avg"][idx] = 0
+
+
+def _eval_batch(config: TrainConfig, n: int):
+    import torch
+
+    cfg = config.task(trigger=config.eval_trigger)
+    return task.sample(cfg, n, torch.Generator().manual_seed(EVAL_SEED), dtype=torch.float64)
+
+
+def _float64(model):
+    import torch
+
+    return copy.deepcopy(model).to(torch.float64)
+
+
+def _history_point(model, config: TrainConfig, batch, step: int, mse, max_err) -> dict[str, Any]:
+    """Loss, batch error, sink mass per head and (single layer) the certified bound now."""
+    import torch
+
+    from empirical import bound, metrics
+
+    with torch.no_grad():
+        m64 = _float64(model)
+        _, cache = m64(batch.x)
+        point = {"step": step, "loss": mse.tolist(), "batch_max_abs_error": max_err.tolist(),
+                 "bos_nontrigger_mean": [
+                     metrics.bos_mass(cache[f"L{n}.pattern"], batch.trigger)["nontrigger_mean"].tolist()
+                     for n in range(config.layers)]}  # [layer][S][H]
+        if config.bound_applies and config.layers == 1 and config.heads == 1:
+            summary = bound.model_bounds(m64, batch.x, batch.trigger, HISTORY_SOLVER_ITERS)[0][0]
+            point["bound_mean"] = summary["bound_mean"].tolist()  # [S]
+            point["bound_min"] = summary["bound_min"].tolist()
+    return point
+
+
+def _evaluate(model, config: TrainConfig) -> dict[str, Any]:
+    """Errors, per-head sink metrics, certified bounds and mean / std patterns on the
+    evaluation set, in float64, one member at a time (bounded memory)."""
+    import torch
+
+    from empirical import bound, metrics
+
+    batch = _eval_batch(config, config.eval_sequences)
+    m64 = _float64(model)
+    members, mean_patterns, std_patterns = [], [], []
+    with torch.no_grad():
+        out, cache = m64(batch.x)  # [S, B, L, d]
+        err = out - batch.y
+        heads = [metrics.head_report(cache[f"L{n}.pattern"], batch.trigger) for n in range(config.layers)]
+        n_bound = min(config.bound_sequences, config.eval_sequences)
+        bounds = (bound.model_bounds(m64, batch.x[:n_bound], batch.trigger[:n_bound])
+                  if config.bound_applies else None)
+        for s in range(len(config.seeds)):
+            layers = []
+            for n in range(config.layers):
+                layer = []
+                for h in range(config.heads):
+                    entry = {k: v[s, h].item() for k, v in heads[n].items()}
+                    if bounds is not None:
+                        entry["bound"] = {k: v[s].item() for k, v in bounds[n][h].items()}
+                    layer.append(entry)
+                layers.append(layer)
+            sinking = [e["sinks_gu"] for layer in layers for e in layer]
+            members.append({
+                "eval_mse": err[s].pow(2).mean().item(),
+                "eval_max_abs_error": err[s].abs().max().item(),
+                "eval_max_abs_error_nontrigger": _nontrigger_error(err[s], batch.trigger),
+                "sinking_fraction_gu": sum(sinking) / len(sinking),
+                "layers": layers,
+            })
+        for n in range(config.layers):
+            p = cache[f"L{n}.pattern"]  # [S, B, H, L, L]
+            mean_patterns.append(p.mean(dim=1))
+            std_patterns.append(p.std(dim=1))
+    mean = torch.stack(mean_patterns, dim=1)  # [S, layers, H, L, L]
+    std = torch.stack(std_patterns, dim=1)
+    return {
+        "members": members,
+        "eval": {"sequences": config.eval_sequences, "trigger": config.eval_trigger, "seed": EVAL_SEED},
+        "patterns": {"mean": _rounded(mean), "std": _rounded(std)},
+    }
+
+
+def _nontrigger_error(err, trigger) -> float:
+    """Max-abs error over non-trigger queries 1..L-1 (what the T1 bound's ||o_i|| sees)."""
+    from empirical import metrics
+
+    mask = metrics.query_masks(trigger, err.shape[-2])["nontrigger"]  # [B, L]
+    return err.abs().amax(dim=-1)[mask].max().item()
+
+
+def _rounded(t) -> list:
+    """Patterns for figures, rounded to 1e-7 to keep the JSON small (metrics use full precision)."""
+    import torch
+
+    return torch.round(t, decimals=7).tolist()

@@ -1,0 +1,163 @@
+"""Training: configs, determinism, ensemble members equal single runs, freezing, and short runs that
+sink (softmax) or put zero weight on non-trigger rows (ReLU)."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from constructions.errors import BadInput
+from empirical import device as D
+from empirical import train as T
+from empirical.model import AttentionModel
+
+# Small and quick: d = 6, L = 6, a larger learning rate; converges in a few hundred steps.
+SMALL = dict(d=6, L=6, eval_trigger=3, lr=3e-3, eval_sequences=200, log_every=100)
+
+
+def _strip(summary):
+    """Everything but wall times and provenance (versions, machine)."""
+    out = {k: v for k, v in summary.items() if k not in ("timing", "provenance")}
+    return json.loads(json.dumps(out))
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """Two short runs to the stop rule, softmax and ReLU, two seeds each."""
+    return {kind: T.train(T.TrainConfig(kind=kind, seeds=(0, 1), max_steps=3000, **SMALL), quiet=True)
+            for kind in ("softmax", "relu")}
+
+
+def test_defaults_follow_spec_section_4():
+    one, stack = T.TrainConfig(), T.TrainConfig(layers=4, heads=4)
+    assert (one.lr, one.residual, one.betas, one.batch, one.tol) == (1e-3, False, (0.9, 0.95), 128, 5e-3)
+    assert (stack.lr, stack.residual) == (1e-4, True)
+    assert (one.d, one.L, one.eval_sequences, one.eval_trigger, one.max_steps) == (16, 16, 1000, 7, 50_000)
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(kind="cosine"), "unknown attention kind"),
+    (dict(layers=0), "layers"),
+    (dict(heads=1.5), "heads"),
+    (dict(lr=-1.0), "lr"),
+    (dict(betas=(0.9,)), "betas"),
+    (dict(tol=0), "tol"),
+    (dict(seeds=()), "seeds"),
+    (dict(seeds=(1, 1)), "repeated"),
+    (dict(seeds=(-1,)), "seeds"),
+    (dict(d=3), "'d'"),
+    (dict(L=8, eval_trigger=8), "eval_trigger"),
+    (dict(max_steps=0), "max_steps"),
+])
+def test_bad_configs_are_bad_input(fields, message):
+    with pytest.raises(BadInput, match=message):
+        T.TrainConfig(**fields)
+
+
+def test_config_from_json_rejects_unknown_fields_and_round_trips():
+    cfg = T.TrainConfig(kind="relu", layers=2, heads=2, seeds=(3, 4))
+    again = T.TrainConfig.from_dict(json.loads(json.dumps(dataclasses.asdict(cfg))))
+    assert again == cfg
+    with pytest.raises(BadInput, match="unknown field"):
+        T.TrainConfig.from_dict({"kind": "softmax", "learning_rate": 1e-3})
+
+
+def test_resolve_device():
+    assert D.resolve_device("cpu") == "cpu"
+    assert D.resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(BadInput, match="unknown device"):
+        D.resolve_device("tpu-please")
+    if not torch.cuda.is_available():
+        with pytest.raises(BadInput, match="no CUDA"):
+            D.resolve_device("cuda")
+
+
+def test_same_seed_same_numbers():
+    cfg = T.TrainConfig(seeds=(5,), max_steps=25, **{**SMALL, "eval_sequences": 30})
+    assert _strip(T.train(cfg, quiet=True)) == _strip(T.train(cfg, quiet=True))
+
+
+def test_ensemble_member_equals_the_single_run_of_its_seed():
+    cfg = T.TrainConfig(kind="softmax", layers=2, heads=2, seeds=(0, 7, 3), max_steps=30,
+                        **{**SMALL, "eval_sequences": 20})
+    together = T.train(cfg, quiet=True)
+    alone = T.train(dataclasses.replace(cfg, seeds=(7,)), quiet=True)
+    a, b = together["members"][1], alone["members"][0]
+    assert (a["seed"], a["steps"]) == (b["seed"], b["steps"]) == (7, 30)
+    assert a["eval_mse"] == pytest.approx(b["eval_mse"], rel=1e-4)
+    for la, lb in zip(a["layers"], b["layers"]):
+        for ha, hb in zip(la, lb):
+            assert ha["bos_nontrigger_mean"] == pytest.approx(hb["bos_nontrigger_mean"], rel=1e-4)
+    losses_a = [h["loss"][1] for h in together["history"]]
+    losses_b = [h["loss"][0] for h in alone["history"]]
+    assert losses_a == pytest.approx(losses_b, rel=1e-4)
+    # A different seed really is a different run.
+    assert together["members"][0]["eval_mse"] != pytest.approx(b["eval_mse"], rel=1e-3)
+
+
+def test_a_frozen_member_never_moves_again():
+    torch.manual_seed(0)
+    model = AttentionModel("softmax", 6, ensemble=2, seeds=[0, 1])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2, betas=(0.9, 0.95))
+    active = torch.ones(2, dtype=torch.bool)
+    x = torch.randn(2, 4, 5, 6)
+
+    def step():
+        out, _ = model(x)
+        loss = (out.pow(2).mean(dim=(1, 2, 3)) * active).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    for _ in range(3):
+        step()  # Adam has momentum for both members now
+    T._freeze(opt, active, [0])
+    before = [p.detach().clone() for p in model.parameters()]
+    for _ in range(5):
+        step()
+    for p, q in zip(model.parameters(), before):
+        assert torch.equal(p[0], q[0])  # member 0: bit for bit
+        assert not torch.equal(p[1], q[1])  # member 1 still trains
+
+
+def test_softmax_run_sinks_and_the_bound_holds(trained):
+    summary = trained["softmax"]
+    for member in summary["members"]:
+        assert member["converged"] and member["final_batch_max_abs_error"] < 5e-3
+        head = member["layers"][0][0]
+        assert head["bos_nontrigger_mean"] > 0.99
+        assert head["bos_trigger_mean"] < 0.05
+        b = head["bound"]
+        assert b["violations"] == 0 and b["min_slack"] >= -1e-9
+        assert b["bound_min"] <= head["bos_nontrigger_min"] + 1e-9
+        assert b["bound_mean"] > 0.9  # the certified bound is close to 1 on a trained head
+    # History: the sink mass and the bound are recorded along training.
+    first, last = summary["history"][0], summary["history"][-1]
+    assert last["bos_nontrigger_mean"][0][0][0] > first["bos_nontrigger_mean"][0][0][0]
+    assert all(b <= m + 1e-9 for b, m in zip(last["bound_min"], [1.0, 1.0]))
+
+
+def test_relu_run_puts_exactly_zero_weight_on_non_trigger_rows(trained):
+    for member in trained["relu"]["members"]:
+        assert member["converged"]
+        head = member["layers"][0][0]
+        assert head["row_nontrigger_max"] == 0.0  # every weight of every non-trigger row is 0
+        assert head["bos_nontrigger_mean"] == 0.0
+        assert "bound" not in head  # ReLU rows are not on the simplex: no certified bound
+
+
+def test_summary_is_json_with_provenance_and_patterns(trained):
+    summary = trained["softmax"]
+    text = json.dumps(summary, allow_nan=False)
+    assert "provenance" in summary and summary["provenance"]["device"] == "cpu"
+    assert summary["provenance"]["seed"] == [0, 1]
+    mean = summary["patterns"]["mean"]  # [S][layers][H][L][L]
+    assert (len(mean), len(mean[0]), len(mean[0][0]), len(mean[0][0][0])) == (2, 1, 1, 6)
+    assert len(text) < 2_000_000
+
+
+def test_capped_run_is_not_called_converged():
+    summary = T.train(T.TrainConfig(seeds=(0,), max_steps=5, **{**SMALL, "eval_sequences": 20}), quiet=True)
+    member = summary["members"][0]
+    assert not member["converged"] and member["steps"] == 5
