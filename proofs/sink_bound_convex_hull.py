@@ -89,5 +89,5 @@ def check(bound=None) -> Verdict:
                                   f"||o|| = {Ov}, claimed bound {g} > a_0")
                         return
 
-    return timed(NAME, f"weights on the simplex and non-BOS hull at distance delta > 0 imply a_0 >= {claimed}; tight",
+    return timed(NAME, f"weights on the simplex and non-BOS hull at distance delta > 0 imply a_0 >= {claimed}" + ("; tight" if bound is None else ""),
                  body, planted=bound is not None)

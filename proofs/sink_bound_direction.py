@@ -88,4 +88,4 @@ def check(bound=None) -> Verdict:
                         return
 
     return timed(NAME, f"weights on the simplex, u . v_k >= m > 0 (k >= 1), u . v_0 >= -beta, ||u||_* <= 1, "
-                       f"||o|| <= eps < m imply a_0 >= {claimed}; tight", body, planted=bound is not None)
+                       f"||o|| <= eps < m imply a_0 >= {claimed}" + ("; tight" if bound is None else ""), body, planted=bound is not None)
