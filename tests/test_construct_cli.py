@@ -129,3 +129,20 @@ def test_construct_table_does_not_load_torch():
             "print('torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.strip() == "False", r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("{", "malformed JSON"),
+    ('{"format": "other"}', "not a sinks-network/1 file"),
+    ('{"format": "sinks-network/1", "kind": "relu", "residual": false, '
+     '"layers": [{"W_Q": [[["x"]]], "W_K": [[["0"]]], "W_V": [[["0"]]], "W_O": [["0"]]}]}', "not a fraction"),
+    ('{"format": "sinks-network/1", "kind": "nope", "residual": false, '
+     '"layers": [{"W_Q": [[["0"]]], "W_K": [[["0"]]], "W_V": [[["0"]]], "W_O": [["0"]]}]}', "unknown attention kind"),
+])
+def test_loader_rejects_malformed_weight_files(tmp_path, content, needle):
+    from constructions.errors import BadInput
+
+    path = tmp_path / "w.json"
+    path.write_text(content)
+    with pytest.raises(BadInput, match=needle):
+        load_network(path)
