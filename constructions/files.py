@@ -27,6 +27,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: st
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are ordinary files
         with os.fdopen(fd, mode) as f:
             write(f)
             f.flush()
@@ -36,6 +37,12 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Any], None], mode: st
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
