@@ -13,7 +13,7 @@ import sys
 
 from constructions.errors import BadInput
 
-COMMANDS = ("task", "reproduce", "report", "sweep", "construct")
+COMMANDS = ("task", "reproduce", "report", "sweep", "prove", "construct", "beyond", "train", "search")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -326,3 +326,9 @@ def _rounded(t) -> list:
     import torch
 
     return torch.round(t, decimals=7).tolist()
+
+
+def train_job(config: TrainConfig, seeds: tuple[int, ...], device: str) -> dict[str, Any]:
+    """The sweep job (``empirical.sweep.Job("empirical.train:train_job", config, seeds)``):
+    train ``config`` on ``seeds`` quietly. Pure: the same job gives the same numbers."""
+    return train(dataclasses.replace(config, seeds=tuple(seeds)), device=device, quiet=True)

@@ -161,3 +161,17 @@ def test_capped_run_is_not_called_converged():
     summary = T.train(T.TrainConfig(seeds=(0,), max_steps=5, **{**SMALL, "eval_sequences": 20}), quiet=True)
     member = summary["members"][0]
     assert not member["converged"] and member["steps"] == 5
+
+
+def test_cli_train_writes_a_summary_and_rejects_bad_input(tmp_path, capsys):
+    from empirical import cli
+
+    out = tmp_path / "run.json"
+    rc = cli.main(["train", "--d", "6", "--L", "6", "--eval-trigger", "3", "--seeds", "0", "--max-steps", "3",
+                   "--eval-sequences", "10", "--quiet", "--device", "cpu", "--out", str(out)])
+    assert rc == 0 and json.loads(out.read_text())["config"]["max_steps"] == 3
+    assert "NOT converged" in capsys.readouterr().out
+    assert cli.main(["train", "--kind", "cosine", "--out", str(tmp_path / "bad.json")]) == 2
+    assert cli.main(["train", "--device", "warp-drive", "--out", str(tmp_path / "bad.json")]) == 2
+    assert not (tmp_path / "bad.json").exists()
+    assert "error" in capsys.readouterr().err

@@ -1,0 +1,361 @@
+"""The ``training`` part of ``sinks reproduce``: the six reference runs of SPEC section 4 (1 layer,
+2 x 2, 4 x 4; softmax and ReLU), their sink metrics over seeds, certified bounds and figures.
+
+Every run is a sweep job (``empirical.sweep``; record under ``results/runs/training/<run id>.json``,
+written atomically), so an interrupted part resumes run by run. Two worker processes share the
+machine's cores.
+
+Budgets (2 CPU cores): the single-layer runs train 5 seeds to the stop rule (cap 50,000 as in
+SPEC). The multi-layer runs need 7,000-22,000 steps per seed at ~30-90 steps/s here, which does
+not fit the default reproduce budget for 5 seeds, so the default trains FEWER seeds with a step
+CAP (``DEFAULT_RUNS``); a capped run that has not met the stop rule is reported as "not converged"
+with its metrics at the cap, never as converged. ``sinks train --layers 4 --heads 4 --seeds 0 1 2 3 4``
+runs the full reference setting. Quick mode trains only the single-layer runs (2 seeds).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TEST = "tests/test_train.py"
+JOB_FN = "empirical.train:train_job"
+
+# SPEC section 4, as reported there (steps to stop, BOS mass at non-trigger queries).
+SPEC_VALUES = {
+    ("softmax", 1, 1): ("~900", "0.9998"),
+    ("relu", 1, 1): ("~700", "0 exactly"),
+    ("softmax", 2, 2): ("~12,000", "0.95 - 0.9996 in all 4 heads"),
+    ("relu", 2, 2): ("~13,000", "0 in all heads"),
+    ("softmax", 4, 4): ("~22,000", "> 0.94 in 8 of 16 heads, 0.15 - 0.52 in the others"),
+    ("relu", 4, 4): ("~7,000", "<= 0.002 in all heads"),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    kind: str
+    layers: int
+    heads: int
+    seeds: tuple[int, ...]
+    max_steps: int
+
+
+# Longest first, so that two workers finish together.
+DEFAULT_RUNS = (
+    Run("softmax", 4, 4, (0,), 12_000),
+    Run("relu", 4, 4, (0,), 9_000),
+    Run("softmax", 2, 2, (0, 1), 14_000),
+    Run("relu", 2, 2, (0, 1), 15_000),
+    Run("softmax", 1, 1, (0, 1, 2, 3, 4), 50_000),
+    Run("relu", 1, 1, (0, 1, 2, 3, 4), 50_000),
+)
+QUICK_RUNS = (
+    Run("softmax", 1, 1, (0, 1), 50_000),
+    Run("relu", 1, 1, (0, 1), 50_000),
+)
+MULTI_LAYER_BOUND_SEQUENCES = 200  # the per-head bound of a stack on the first 200 eval sequences
+
+
+def jobs(runs: tuple[Run, ...]):
+    from empirical.sweep import Job
+    from empirical.train import TrainConfig
+
+    out = []
+    for r in runs:
+        multi = r.layers > 1
+        cfg = TrainConfig(kind=r.kind, layers=r.layers, heads=r.heads, seeds=r.seeds, max_steps=r.max_steps,
+                          log_every=500 if multi else 50,
+                          bound_sequences=MULTI_LAYER_BOUND_SEQUENCES if multi else None)
+        out.append(Job(JOB_FN, cfg, r.seeds))
+    return out
+
+
+def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
+    from empirical.sweep import run_sweep
+
+    runs = QUICK_RUNS if quick else DEFAULT_RUNS
+    job_list = jobs(runs)
+    outcome = run_sweep(job_list, Path(results_dir) / "runs" / "training", backend="process", workers=2,
+                        device=device)
+    if not outcome.ok:
+        raise RuntimeError(f"training runs failed: {outcome.failed}")
+    summaries = {(r.kind, r.layers, r.heads): outcome.records[j.run_id]["result"] for r, j in zip(runs, job_list)}
+    figures = _figures(Path(results_dir), summaries)
+    return {
+        "claims": _claims(summaries, figures),
+        "tables": [_runs_table(summaries), _heads_table(summaries)],
+        "runs": {f"{k}-{l}x{h}": _run_digest(s, j.run_id)
+                 for ((k, l, h), s), j in zip(summaries.items(), job_list)},
+        "budget_note": __doc__.split("Budgets")[1].strip() if "Budgets" in __doc__ else "",
+    }
+
+
+# ----------------------------------------------------------------------------------------
+# Numbers.
+
+
+def _mean(xs):
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def _head_values(summary: dict, key: str) -> list[list[list[float]]]:
+    """[layer][head][member] values of one per-head metric."""
+    c = summary["config"]
+    return [[[m["layers"][n][h][key] for m in summary["members"]] for h in range(c["heads"])]
+            for n in range(c["layers"])]
+
+
+def _run_digest(summary: dict, run_id: str) -> dict:
+    members = summary["members"]
+    return {
+        "run_id": run_id,
+        "seeds": [m["seed"] for m in members],
+        "converged": [m["converged"] for m in members],
+        "steps": [m["steps"] for m in members],
+        "eval_max_abs_error": [m["eval_max_abs_error"] for m in members],
+        "bos_nontrigger_mean": _head_values(summary, "bos_nontrigger_mean"),
+        "bos_nontrigger_min": _head_values(summary, "bos_nontrigger_min"),
+        "sinking_heads_gu": [sum(e["sinks_gu"] for layer in m["layers"] for e in layer) for m in members],
+        "steps_per_second": summary["timing"]["steps_per_second"],
+        "train_seconds": summary["timing"]["seconds"],
+    }
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    return f"{x:.{digits}g}" if isinstance(x, (int, float)) else str(x)
+
+
+def _steps_cell(summary: dict) -> str:
+    members = summary["members"]
+    conv = [m["steps"] for m in members if m["converged"]]
+    capped = len(members) - len(conv)
+    parts = []
+    if conv:
+        parts.append(f"{_mean(conv):.0f} (range {min(conv)}-{max(conv)}; {len(conv)} converged)")
+    if capped:
+        parts.append(f"{capped} not converged at cap {summary['config']['max_steps']}")
+    return "; ".join(parts)
+
+
+def _runs_table(summaries: dict) -> dict:
+    rows = []
+    for (kind, layers, heads), s in summaries.items():
+        masses = [v for layer in _head_values(s, "bos_nontrigger_mean") for head in layer for v in head]
+        mins = [v for layer in _head_values(s, "bos_nontrigger_min") for head in layer for v in head]
+        per_head = [_mean(head) for layer in _head_values(s, "bos_nontrigger_mean") for head in layer]
+        bound = "n/a (not on the simplex)"
+        if layers > 1 and "bound" in s["members"][0]["layers"][0][0]:
+            bound = "per head: see the next table"
+        elif "bound" in s["members"][0]["layers"][0][0]:
+            b = [m["layers"][0][0]["bound"] for m in s["members"]]
+            bound = (f"L0H0 mean {_fmt(_mean([x['bound_mean'] for x in b]))}, min {_fmt(min(x['bound_min'] for x in b))}; "
+                     f"violations {sum(x['violations'] for x in b)}")
+        spec_steps, spec_mass = SPEC_VALUES.get((kind, layers, heads), ("-", "-"))
+        rows.append([
+            f"{kind} {layers}x{heads}", len(s["members"]), _steps_cell(s),
+            f"{_mean([m['eval_max_abs_error'] for m in s['members']]):.2e} (max {max(m['eval_max_abs_error'] for m in s['members']):.2e})",
+            (f"mean over seeds {_fmt(_mean(masses), 6)} (seeds {_fmt(min(masses), 6)} - {_fmt(max(masses), 6)}); "
+             f"min over seeds, sequences and queries {_fmt(min(mins), 6)}" if len(per_head) == 1 else
+             f"per head, mean over seeds: {', '.join(_fmt(v, 3) for v in per_head)}; min over seeds and queries {_fmt(min(mins), 3)}"),
+            bound, spec_steps, spec_mass,
+        ])
+    return {
+        "title": "Reference runs (SPEC section 4) next to SPEC's values",
+        "columns": ["run", "seeds", "steps to stop (this run)", "eval max-abs error (mean over seeds)",
+                    "BOS mass at non-trigger queries", "certified bound (single head)", "SPEC steps", "SPEC BOS mass"],
+        "rows": rows,
+        "note": "Evaluation: 1000 sequences, trigger at 7, float64. Non-trigger queries are 1..15 except 7 "
+                "(query 0 sees only BOS). Multi-layer runs use fewer seeds and a step cap by default (budget): "
+                "a run that has not met the stop rule is listed as not converged.",
+    }
+
+
+def _heads_table(summaries: dict) -> dict:
+    rows = []
+    for (kind, layers, heads), s in summaries.items():
+        for n in range(layers):
+            for h in range(heads):
+                entries = [m["layers"][n][h] for m in s["members"]]
+                mass = [e["bos_nontrigger_mean"] for e in entries]
+                bounds = [e["bound"] for e in entries if "bound" in e]
+                rows.append([
+                    f"{kind} {layers}x{heads}", f"L{n}H{h}",
+                    _fmt(_mean(mass), 4), _fmt(statistics.pstdev(mass), 2) if len(mass) > 1 else "-",
+                    _fmt(min(e["bos_nontrigger_min"] for e in entries), 4),
+                    _fmt(_mean([e["bos_trigger_mean"] for e in entries]), 3),
+                    _fmt(_mean([e["row_nontrigger_mean"] for e in entries]), 3),
+                    f"{sum(e['sinks_gu'] for e in entries)}/{len(entries)}",
+                    (f"{_fmt(_mean([b['bound_mean'] for b in bounds]), 3)} ({_fmt(_mean([b['bound_positive_fraction'] for b in bounds]), 2)} > 0)"
+                     if bounds else "n/a"),
+                ])
+    return {
+        "title": "Per head: BOS mass over seeds, Gu et al. sink score, certified bound",
+        "columns": ["run", "head", "BOS mass non-trigger (mean over seeds)", "std over seeds",
+                    "min over seeds and queries", "BOS mass at trigger", "row mass non-trigger",
+                    "seeds sinking (Gu alpha_0 > 0.3)", "certified bound mean (fraction of queries > 0)"],
+        "rows": rows,
+        "note": "In a stack the bound holds for each head (its own inputs and output), but the target constrains "
+                "only the sum of all heads, so a head's bound may be vacuous (<= 0).",
+    }
+
+
+# ----------------------------------------------------------------------------------------
+# Claims.
+
+
+def _claims(summaries: dict, figures: dict) -> list[dict]:
+    claims = []
+    one_s, one_r = summaries.get(("softmax", 1, 1)), summaries.get(("relu", 1, 1))
+    if one_s:
+        claims += [_t1_sink(one_s, figures), _bound_claim(one_s, figures)]
+    if one_r:
+        claims.append(_t3_relu(one_r, figures))
+    for heads in (2, 4):
+        s = summaries.get(("softmax", heads, heads))
+        if s:
+            claims.append(_t2_claim(s, figures))
+        r = summaries.get(("relu", heads, heads))
+        if r:
+            claims.append(_relu_stack_claim(r, figures))
+    return claims
+
+
+def _cmd(kind: str, layers: int, heads: int, seeds, max_steps: int) -> str:
+    return (f"sinks train --kind {kind} --layers {layers} --heads {heads} --seeds {' '.join(map(str, seeds))} "
+            f"--max-steps {max_steps}")
+
+
+def _cmd_of(s: dict) -> str:
+    c = s["config"]
+    return _cmd(c["kind"], c["layers"], c["heads"], c["seeds"], c["max_steps"])
+
+
+def _converged_note(s: dict) -> tuple[bool, str]:
+    n = sum(m["converged"] for m in s["members"])
+    return n == len(s["members"]), f"{n}/{len(s['members'])} seeds met the stop rule"
+
+
+def _t1_sink(s: dict, figures: dict) -> dict:
+    all_conv, note = _converged_note(s)
+    masses = [m["layers"][0][0]["bos_nontrigger_mean"] for m in s["members"]]
+    mins = [m["layers"][0][0]["bos_nontrigger_min"] for m in s["members"]]
+    trig = [m["layers"][0][0]["bos_trigger_mean"] for m in s["members"]]
+    holds = all(v > 0.99 for v in masses)
+    verdict = "observed" if holds and all_conv else ("refuted" if all_conv else "unknown")
+    return {
+        "claim": "T1 (observed): a trained single-layer softmax head sinks: BOS mass at non-trigger queries > 0.99 "
+                 "in every seed, ~0 at the trigger",
+        "verdict": verdict,
+        "evidence": (f"{note}; BOS mass per seed {', '.join(_fmt(v, 6) for v in masses)} (min over sequences and "
+                     f"queries {_fmt(min(mins), 6)}); at the trigger {', '.join(_fmt(v, 2) for v in trig)}; "
+                     f"SPEC: 0.9998 after ~900 steps"),
+        "test": f"{TEST}::test_softmax_run_sinks_and_the_bound_holds",
+        "command": _cmd_of(s),
+        "figures": [figures[k] for k in ("maps_1x1", "sink_vs_step", "error_vs_bos") if k in figures],
+    }
+
+
+def _bound_claim(s: dict, figures: dict) -> dict:
+    b = [m["layers"][0][0]["bound"] for m in s["members"]]
+    violations = sum(x["violations"] for x in b)
+    return {
+        "claim": "Certified sink bound a_i0 >= (delta_i - ||o_i||)/(delta_i + ||u_0||) (SPEC section 3) never exceeds "
+                 "the measured BOS mass on the trained single-layer softmax heads, and is close to 1",
+        "verdict": "verified numerically" if violations == 0 else "refuted",
+        "evidence": (f"{len(b)} seeds x {s['eval']['sequences']} sequences x 14 non-trigger queries: violations "
+                     f"{violations}, smallest slack (measured - bound) {_fmt(min(x['min_slack'] for x in b), 3)}; "
+                     f"bound mean {', '.join(_fmt(x['bound_mean'], 6) for x in b)} vs measured mean "
+                     f"{', '.join(_fmt(x['measured_mean'], 6) for x in b)}; bound min {_fmt(min(x['bound_min'] for x in b), 6)}; "
+                     f"delta_i >= {_fmt(min(x['delta_lower_min'] for x in b), 4)} (certified lower bound, float64, "
+                     f"duality gap <= {_fmt(max(x['duality_gap_max'] for x in b), 2)})"),
+        "test": "tests/test_bound.py::test_bound_on_the_constructed_softmax_head_by_hand",
+        "command": _cmd_of(s),
+        "figures": [figures[k] for k in ("sink_vs_step",) if k in figures],
+    }
+
+
+def _t3_relu(s: dict, figures: dict) -> dict:
+    all_conv, note = _converged_note(s)
+    row_max = max(m["layers"][0][0]["row_nontrigger_max"] for m in s["members"])
+    bos = max(m["layers"][0][0]["bos_nontrigger_mean"] for m in s["members"])
+    holds = row_max == 0.0
+    return {
+        "claim": "T3 (observed): a trained single-layer ReLU head puts exactly zero weight on every non-trigger row "
+                 "(no sink)",
+        "verdict": "observed" if holds and all_conv else ("refuted" if all_conv else "unknown"),
+        "evidence": (f"{note} (steps {', '.join(str(m['steps']) for m in s['members'])}); largest total row mass "
+                     f"at a non-trigger query over all seeds and sequences {row_max!r}; BOS mass {bos!r}; "
+                     f"SPEC: 0 exactly after ~700 steps"),
+        "test": f"{TEST}::test_relu_run_puts_exactly_zero_weight_on_non_trigger_rows",
+        "command": _cmd_of(s),
+        "figures": [figures[k] for k in ("maps_1x1",) if k in figures],
+    }
+
+
+def _t2_claim(s: dict, figures: dict) -> dict:
+    c = s["config"]
+    all_conv, note = _converged_note(s)
+    per_seed = [[e["bos_nontrigger_mean"] for layer in m["layers"] for e in layer] for m in s["members"]]
+    strong = [sum(v > 0.9 for v in seed) for seed in per_seed]
+    gu = [sum(e["sinks_gu"] for layer in m["layers"] for e in layer) for m in s["members"]]
+    some = all(n >= 1 for n in strong)
+    total = c["layers"] * c["heads"]
+    verdict = "observed" if some else "refuted"
+    where = "" if all_conv else " (metrics at the step cap, not converged)"
+    return {
+        "claim": f"T2 (observed): in a trained {c['layers']}x{c['heads']} softmax stack some head sinks",
+        "verdict": verdict if all_conv or some else "unknown",
+        "evidence": (f"{note}{where}; heads with non-trigger BOS mass > 0.9 per seed: {strong} of {total}; "
+                     f"sinking by Gu et al. (alpha_0 > 0.3): {gu} of {total}; "
+                     f"SPEC: {SPEC_VALUES[(c['kind'], c['layers'], c['heads'])][1]}"),
+        "test": f"{TEST}::test_ensemble_member_equals_the_single_run_of_its_seed",
+        "command": _cmd_of(s),
+        "figures": [figures[k] for k in (f"grid_softmax_{c['layers']}x{c['heads']}",) if k in figures],
+    }
+
+
+def _relu_stack_claim(s: dict, figures: dict) -> dict:
+    c = s["config"]
+    all_conv, note = _converged_note(s)
+    worst = max(e["bos_nontrigger_mean"] for m in s["members"] for layer in m["layers"] for e in layer)
+    holds = worst <= 0.002
+    return {
+        "claim": f"T3 in a stack (observed): a trained {c['layers']}x{c['heads']} ReLU stack puts <= 0.002 on BOS "
+                 f"in every head",
+        "verdict": ("observed" if holds else "refuted") if all_conv else "unknown",
+        "evidence": (f"{note}; largest mean non-trigger BOS mass over heads and seeds {_fmt(worst, 3)}"
+                     f"{'' if all_conv else ' (at the step cap)'}; SPEC: {SPEC_VALUES[(c['kind'], c['layers'], c['heads'])][1]}"),
+        "test": f"{TEST}::test_relu_run_puts_exactly_zero_weight_on_non_trigger_rows",
+        "command": _cmd_of(s),
+        "figures": [figures[k] for k in (f"grid_relu_{c['layers']}x{c['heads']}",) if k in figures],
+    }
+
+
+# ----------------------------------------------------------------------------------------
+# Figures (from the stored sweep records, i.e. saved JSON only).
+
+
+def _figures(results_dir: Path, summaries: dict) -> dict[str, str]:
+    from empirical import figures as F
+
+    out: dict[str, str] = {}
+
+    def put(key: str, name: str, draw) -> None:
+        draw(results_dir / name)
+        out[key] = name
+
+    one_s, one_r = summaries.get(("softmax", 1, 1)), summaries.get(("relu", 1, 1))
+    if one_s and one_r:
+        put("maps_1x1", "training_patterns_1x1.png", lambda p: F.pattern_maps([one_s, one_r], p))
+    if one_s:
+        put("sink_vs_step", "training_sink_vs_step.png", lambda p: F.sink_vs_step(one_s, p))
+        put("error_vs_bos", "training_error_vs_bos.png",
+            lambda p: F.error_vs_bos([one_s], p))
+    for (kind, layers, heads), s in summaries.items():
+        if layers > 1:
+            put(f"grid_{kind}_{layers}x{heads}", f"training_heads_{kind}_{layers}x{heads}.png",
+                lambda p, s=s: F.head_grid(s, p))
+    return out
