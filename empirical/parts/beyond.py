@@ -1,0 +1,353 @@
+"""Part ``beyond`` of ``sinks reproduce``: every attention kind and task variant, predicted
+against measured, in one table each.
+
+For each kind: the registry's one-line prediction (a normalised kind needs a sink; a kind that
+can abstain does not), the construction verdict (``constructions.abstaining_heads`` for the
+kinds that can abstain; the constructions part for softmax and ReLU), whether z3 can express it,
+and training over seeds with BOS (where does the mass go at non-trigger queries) and without BOS
+(``no_bos``: can the task be solved with no content-free key at all?). For each variant: does the
+softmax sink survive, and at what error. A prediction that fails is reported as failing.
+
+What "prediction held" means (``predict``):
+
+- normalised kind (softmax, sigmoid_norm): with BOS every seed sinks (BOS mass > 0.9 at
+  non-trigger queries); without BOS no seed reaches the stop rule (no content-free key to park on).
+- kind that can abstain, with an abstaining construction (softmax1, sink_logit, gated, sigmoid):
+  the construction verifies (error -> 0 with BOS mass -> 0); without BOS, training reaches the
+  stop rule (softmax1, sink_logit, gated). sigmoid and relu divide by max(i, 1), which counts
+  position 0 as BOS: without BOS the trigger row would need weight 1/(j+1) on j+1 tokens from
+  scores that cannot see j, so they are predicted NOT to solve no_bos exactly -- for a reason
+  that has nothing to do with sinks (their rows still put ~0 on position 0).
+- relu: no sink with BOS (BOS mass < 0.01).
+- Training of a kind that can abstain WITH BOS available is reported, not judged: "no sink is
+  needed" does not say gradient descent avoids BOS, and softmax1 / sink_logit do park mass there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from constructions import abstaining_heads, attention
+from constructions.errors import BadInput, NotExpressible
+
+SINK = 0.9  # BOS mass above which a run counts as sinking
+NO_SINK = 0.01  # BOS mass below which a run counts as not sinking
+DIVIDES_BY_POSITION = ("relu", "sigmoid")  # rows divide by max(i, 1) (constructions.attention)
+GAPS = (1, 2, 4, 6, 8, 10, 12, 14, 16)
+TEST = "tests/test_beyond_training.py"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to train: kinds x variants x shapes, ``seeds`` seeds each, at most ``max_steps``
+    steps. ``lr`` None is the reference (1e-3 one layer, 1e-4 several)."""
+
+    kinds: tuple[str, ...]
+    variants: tuple[str, ...]
+    shapes: tuple[tuple[int, int], ...] = ((1, 1),)
+    seeds: int = 5
+    max_steps: int = 3000
+    lr: float | None = None
+    eval_sequences: int = 200
+
+    def __post_init__(self) -> None:
+        from empirical import beyond
+
+        for name in ("kinds", "variants", "shapes"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
+                raise BadInput(f"plan field {name!r} must be a non-empty list, got {value!r}")
+            object.__setattr__(self, name, tuple(tuple(v) if isinstance(v, list) else v for v in value))
+        for kind in self.kinds:
+            attention.get(kind)  # BadInput listing the valid kinds
+        for variant in self.variants:
+            beyond.variant_fields(variant)  # BadInput listing the valid variants
+        for shape in self.shapes:
+            if (not isinstance(shape, tuple) or len(shape) != 2
+                    or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in shape)):
+                raise BadInput(f"plan field 'shapes' must hold [layers, heads] pairs of positive integers, got {shape!r}")
+        if not isinstance(self.seeds, int) or isinstance(self.seeds, bool) or self.seeds < 1:
+            raise BadInput(f"plan field 'seeds' must be a positive integer, got {self.seeds!r}")
+        self.jobs()  # every run's training config is validated here, before anything runs
+
+    def jobs(self):
+        from empirical import beyond
+        from empirical.sweep import Job
+
+        out = []
+        for layers, heads in self.shapes:
+            for variant in self.variants:
+                for kind in self.kinds:
+                    run = beyond.BeyondRun(kind, variant, layers, heads, self.max_steps, self.lr,
+                                           32 if variant == "length256" else self.eval_sequences)
+                    out.append(Job("empirical.beyond:train_run", run, tuple(range(self.seeds))))
+        return out
+
+
+def plans(quick: bool) -> list[Plan]:
+    """The reduced set (``--quick``, ~20 s) and the default (~4 minutes on 2 loaded cores)."""
+    all_kinds = attention.names()
+    if quick:  # the decisive contrast: without BOS softmax cannot solve the task, softmax1 can
+        return [Plan(("softmax",), ("no_bos",), seeds=2, max_steps=500),
+                Plan(("softmax1",), ("no_bos",), seeds=2, max_steps=1500)]
+    return [Plan(all_kinds, ("reference",), seeds=5, max_steps=3000),
+            Plan(all_kinds, ("no_bos",), seeds=3, max_steps=1500),
+            Plan(("softmax",), ("triggers3", "gaussian", "retrieval", "length64", "length256"), seeds=3),
+            Plan(("softmax", "softmax1"), ("reference",), shapes=((2, 2),), seeds=2, max_steps=2500, lr=1e-3)]
+
+
+# ----------------------------------------------------------------------------------------
+# Predictions.
+
+
+def predict(kind: str, variant: str, shape: tuple[int, int] = (1, 1)) -> tuple[str, Callable[[dict], bool] | None]:
+    """(one line, check on a run summary or None when the run is reported, not judged)."""
+    k = attention.get(kind)
+    if variant == "no_bos":
+        if k.normalised:
+            return "cannot solve without BOS: no content-free key", lambda s: s["converged"] == 0
+        if kind in DIVIDES_BY_POSITION:
+            return ("not exactly solvable without BOS (divisor max(i,1) counts position 0 as BOS), "
+                    "no sink either", lambda s: s["converged"] == 0 and s["sink_mean"] < NO_SINK)
+        return "solves without BOS: mass can go nowhere", lambda s: s["converged"] >= 1
+    if k.normalised:
+        where = "some head sinks" if shape != (1, 1) else "sinks"
+        return f"{where} (BOS mass > {SINK})", lambda s: s["sink_min"] > SINK
+    if kind == "relu":
+        return f"no sink (BOS mass < {NO_SINK})", lambda s: s["sink_mean"] < NO_SINK
+    return "no sink needed (reported: training may still use BOS)", None
+
+
+def smt_verdict(kind: str) -> str:
+    """Whether z3 can express the kind (the exact form raises NotExpressible if not)."""
+    if kind in ("softmax", "relu"):
+        return "smt part (pattern-level encoding)" if kind == "softmax" else "smt part"
+    ops = attention.ops("z3")
+    try:
+        attention.get(kind).exact([ops.zero, ops.one], 1, ops, {"sink": ops.zero, "bias": ops.zero, "gate": ops.zero})
+    except NotExpressible as e:
+        return f"not expressible ({e})"
+    return "expressible; not run"
+
+
+# ----------------------------------------------------------------------------------------
+# Constructions.
+
+
+def construction_results(quick: bool) -> dict[str, dict[str, Any]]:
+    """Exact limit check and certified trade-off curve of each abstaining construction."""
+    gaps = (2, 8, 16) if quick else GAPS
+    out = {}
+    for name in abstaining_heads.CONSTRUCTIONS:
+        limit = abstaining_heads.verify_limit(name, L=5)
+        curve = abstaining_heads.trade_off(name, gaps, L=16)
+        last = curve[-1]
+        falls = all(a.max_error > b.max_error for a, b in zip(curve, curve[1:]))
+        out[name] = {
+            "limit_L": limit.L, "weights_checked": limit.weights_checked,
+            "weights_converge": limit.all_weights_converge, "failures": list(limit.failures),
+            "curve": [vars(p) for p in curve], "error_falls": falls,
+            "verified": limit.all_weights_converge and falls and last.max_error < 1e-3 and last.max_bos_mass < 1e-3,
+            "summary": abstaining_heads.get(name).summary,
+        }
+    return out
+
+
+def construction_cell(kind: str, constructions: dict[str, dict]) -> str:
+    if kind in constructions:
+        c = constructions[kind]
+        p = c["curve"][-1]
+        verdict = "verified exactly" if c["verified"] else "FAILED"
+        return (f"{verdict}: every weight -> target as gap -> oo (L={c['limit_L']}); certified at gap "
+                f"{p['gap']:g}, L=16: error <= {p['max_error']:.1e}, BOS mass <= {p['max_bos_mass']:.1e}")
+    if kind in abstaining_heads.CONSTRUCTIONS:
+        return "not checked in this command (sinks reproduce --only beyond)"
+    if kind == "softmax":
+        return "sufficiency family with a BOS sink (constructions part)"
+    if kind == "relu":
+        return "exact ReLU head, no sink (constructions part)"
+    return "none: normalised, predicted to need a sink"
+
+
+def tradeoff_figure(results_dir: Path, constructions: dict[str, dict]) -> str | None:
+    """Error and BOS mass against the gap for every abstaining head, next to the softmax
+    sufficiency head (whose error is 1 - BOS mass): the no-sink trade-off at a glance."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover
+        return None
+    from constructions import softmax_head
+
+    fig, (ax_err, ax_bos) = plt.subplots(1, 2, figsize=(10, 4))
+    for name, c in constructions.items():
+        gaps = [p["gap"] for p in c["curve"]]
+        ax_err.semilogy(gaps, [p["max_error"] for p in c["curve"]], marker="o", label=name)
+        ax_bos.semilogy(gaps, [max(p["max_bos_mass"], 1e-17) for p in c["curve"]], marker="o", label=name)
+    gaps = [p["gap"] for p in next(iter(constructions.values()))["curve"]]
+    ax_err.semilogy(gaps, [float(softmax_head.max_error(g, 16)) for g in gaps], "k--", label="softmax (BOS sink)")
+    ax_bos.plot(gaps, [1.0] * len(gaps), "k--", label="softmax: BOS mass -> 1")
+    ax_err.set(xlabel="gap g", ylabel="certified worst-case max-abs error (L=16)", title="error")
+    ax_bos.set(xlabel="gap g", ylabel="max BOS mass at queries >= 1", title="BOS mass")
+    ax_err.legend(fontsize=8)
+    ax_bos.legend(fontsize=8)
+    fig.tight_layout()
+    name = "beyond_tradeoff.png"
+    fig.savefig(Path(results_dir) / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+# ----------------------------------------------------------------------------------------
+# Training and tables.
+
+
+def train_all(results_dir: Path, plan_list: list[Plan], device: str) -> dict[tuple, dict]:
+    """Run every job (finished ones are reused from ``results_dir/runs/beyond``); returns
+    {(kind, variant, layers, heads): summary}."""
+    from empirical import beyond
+    from empirical.sweep import run_sweep
+
+    import torch
+
+    jobs = [job for plan in plan_list for job in plan.jobs()]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # these models are tiny: one thread is ~4x faster than two on shared cores
+    try:
+        outcome = run_sweep(jobs, Path(results_dir) / "runs" / "beyond", backend="serial", device=device)
+    finally:
+        torch.set_num_threads(threads)
+    if outcome.failed:
+        raise RuntimeError(f"training runs failed: {outcome.failed}")
+    out = {}
+    for job in jobs:
+        run = job.config
+        summary = beyond.summarise(run, outcome.records[job.run_id]["result"])
+        out[(run.kind, run.variant, run.layers, run.heads)] = summary
+    return out
+
+
+def _sink_cell(s: dict | None) -> str:
+    return "—" if s is None else f"{s['sink_mean']:.4f} / {s['sink_min']:.4f}"
+
+
+def _run_cell(s: dict | None) -> str:
+    if s is None:
+        return "not run"
+    return (f"err {s['error_max']:.2g}, {s['converged']}/{s['seeds']} stop, {s['steps_mean']:.0f} steps")
+
+
+def _held(kind: str, variant: str, shape: tuple[int, int], s: dict | None) -> str | None:
+    text, check = predict(kind, variant, shape)
+    if s is None or check is None:
+        return None
+    return "yes" if check(s) else "NO"
+
+
+def kind_rows(runs: dict, constructions: dict, kinds: tuple[str, ...] | None = None) -> tuple[list[list[str]], list[dict]]:
+    rows, claims = [], []
+    for kind in kinds or attention.names():
+        ref, nob = runs.get((kind, "reference", 1, 1)), runs.get((kind, "no_bos", 1, 1))
+        multi = runs.get((kind, "reference", 2, 2))
+        checks = [_held(kind, "reference", (1, 1), ref), _held(kind, "no_bos", (1, 1), nob),
+                  _held(kind, "reference", (2, 2), multi)]
+        if kind in constructions:
+            checks.append("yes" if constructions[kind]["verified"] else "NO")
+        judged = [c for c in checks if c is not None]
+        held = "—" if not judged else ("yes" if all(c == "yes" for c in judged) else "NO")
+        rows.append([
+            kind, attention.get(kind).prediction, construction_cell(kind, constructions), smt_verdict(kind),
+            _sink_cell(ref), "—" if ref is None else f"{ref['row_mass_mean']:.4f}", _run_cell(ref),
+            "—" if nob is None else f"{_run_cell(nob)}; pos-0 mass {nob['sink_mean']:.3f}",
+            "—" if multi is None else f"{_sink_cell(multi)}; {_run_cell(multi)}", held,
+        ])
+        if judged:
+            claims.append(_kind_claim(kind, held, ref, nob, multi, constructions.get(kind)))
+    return rows, claims
+
+
+def _kind_claim(kind, held, ref, nob, multi, construction) -> dict:
+    parts = []
+    if ref is not None:
+        parts.append(f"with BOS: BOS mass mean {ref['sink_mean']:.4f}, min {ref['sink_min']:.4f} over "
+                     f"{ref['seeds']} seeds, error {ref['error_max']:.2g}")
+    if nob is not None:
+        parts.append(f"no BOS: {nob['converged']}/{nob['seeds']} seeds reach the stop rule, error median "
+                     f"{nob['error_median']:.2g}")
+    if multi is not None:
+        parts.append(f"2x2: largest-head BOS mass min {multi['sink_min']:.4f}")
+    if construction is not None:
+        p = construction["curve"][-1]
+        parts.append(f"construction error <= {p['max_error']:.1e} with BOS mass <= {p['max_bos_mass']:.1e} at gap {p['gap']:g}")
+    verdict = "observed" if held == "yes" else "refuted"
+    return {"claim": f"{kind}: {attention.get(kind).prediction}", "verdict": verdict,
+            "evidence": "; ".join(parts), "test": f"{TEST}", "command": "sinks beyond --kinds " + kind,
+            "figures": []}
+
+
+def variant_rows(runs: dict) -> tuple[list[list[str]], list[dict]]:
+    rows, claims = [], []
+    for (kind, variant, layers, heads), s in runs.items():
+        if variant == "reference" or (variant == "no_bos" and kind != "softmax"):
+            continue
+        text, check = predict(kind, variant, (layers, heads))
+        held = "—" if check is None else ("yes" if check(s) else "NO")
+        rows.append([variant, f"{kind} {layers}x{heads}", text, _sink_cell(s), f"{s['error_median']:.2g} / {s['error_max']:.2g}",
+                     f"{s['converged']}/{s['seeds']}", f"{s['steps_mean']:.0f}", held])
+        if check is not None:
+            claims.append({"claim": f"{kind} on variant {variant}: {text}", "verdict": "observed" if held == "yes" else "refuted",
+                           "evidence": f"BOS (position-0) mass mean {s['sink_mean']:.4f}, min {s['sink_min']:.4f} over "
+                                       f"{s['seeds']} seeds; error median {s['error_median']:.2g}, max {s['error_max']:.2g}; "
+                                       f"{s['converged']}/{s['seeds']} reach the stop rule",
+                           "test": TEST, "command": f"sinks beyond --kinds {kind} --variants {variant}", "figures": []})
+    return rows, claims
+
+
+KIND_COLUMNS = ["kind", "prediction", "construction", "SMT", "1x1 BOS mass (mean / min over seeds)",
+                "1x1 row mass", "1x1 training", "no BOS: training", "2x2: largest-head BOS mass; training",
+                "prediction held"]
+VARIANT_COLUMNS = ["variant", "model", "prediction", "BOS mass (mean / min over seeds)",
+                   "error (median / max over seeds)", "stop rule reached", "steps (mean)", "prediction held"]
+NOTE = ("BOS mass: mean a_i0 over non-trigger queries 1..L-1 of the evaluation set (trigger at 7; random "
+        "triggers for triggers3 and the length variants; pre-trigger queries for triggers3), per seed, then mean "
+        "and min over seeds; for 2x2 the largest head. Without BOS it is the mass on position 0, the first "
+        "content token. Row mass: total weight of a non-trigger row (1 for normalised kinds; 1 - row mass went "
+        "nowhere, or into sink_logit's slot). Errors: max-abs error on the evaluation set. 'stop' = batch "
+        "max-abs error < 5e-3 within the step cap. '—' = reported, not judged.")
+
+
+def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
+    constructions = construction_results(quick)
+    figure = tradeoff_figure(results_dir, constructions)
+    runs = train_all(results_dir, plans(quick), device)
+    k_rows, k_claims = kind_rows(runs, constructions)
+    v_rows, v_claims = variant_rows(runs)
+    claims = []
+    for name, c in constructions.items():
+        p = c["curve"][-1]
+        claims.append({
+            "claim": f"a {name} head solves the single-layer task with no sink ({c['summary']})",
+            "verdict": "verified exactly" if c["verified"] else "failed",
+            "evidence": (f"sympy: all {c['weights_checked']} distinct weights tend to their targets as gap -> oo "
+                         f"(L={c['limit_L']}, every trigger position); mpmath.iv over all inputs of length 16: "
+                         + ", ".join(f"gap {q['gap']:g}: error <= {q['max_error']:.1e}, BOS <= {q['max_bos_mass']:.1e}"
+                                     for q in c["curve"][::max(1, len(c["curve"]) // 3)])
+                         + f"; at gap {p['gap']:g}: error <= {p['max_error']:.1e}"),
+            "test": "tests/test_abstaining_heads.py", "command": "sinks reproduce --only beyond",
+            "figures": [figure] if figure else [],
+        })
+    claims += k_claims + v_claims
+    return {
+        "claims": claims,
+        "tables": [
+            {"title": "attention kinds: predicted against measured", "columns": KIND_COLUMNS, "rows": k_rows, "note": NOTE},
+            {"title": "task variants: predicted against measured", "columns": VARIANT_COLUMNS, "rows": v_rows, "note": NOTE},
+        ],
+        "constructions": constructions,
+        "runs": [{"kind": k, "variant": v, "layers": l, "heads": h, **s} for (k, v, l, h), s in runs.items()],
+        "plans": [vars(p) for p in plans(quick)],
+    }
