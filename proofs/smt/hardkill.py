@@ -1,0 +1,217 @@
+"""Run z3 on SMT-LIB text in a child process that is killed when it overruns its budget.
+
+z3's own ``timeout`` is advisory: the feasibility study saw 60 s limits overrun by up to 16 s.
+So every query runs in a worker process; the parent waits ``budget + grace`` seconds and then
+kills the worker (answer ``unknown``, reason ``hard-kill``) and starts a fresh one for the next
+query. A worker is reused between queries because starting one (importing z3) costs ~0.3 s.
+
+The answer of a query is ``Answer(result, seconds, reason, model)`` with ``result`` one of
+"sat" / "unsat" / "unknown"; ``model`` maps constant names to exact ``Fraction``s, or to
+decimal strings (40 digits) for irrational algebraic numbers, which nlsat models can contain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+GRACE_S = 1.0  # how long past its own timeout z3 may take to answer before it is killed
+
+
+@dataclass
+class Answer:
+    result: str
+    seconds: float
+    reason: str = ""
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+def _value(v) -> Any:
+    import z3
+
+    if z3.is_rational_value(v):
+        return [v.numerator_as_long(), v.denominator_as_long()]
+    if z3.is_algebraic_value(v):
+        return v.approx(40).as_decimal(40).rstrip("?")
+    if z3.is_true(v) or z3.is_false(v):
+        return z3.is_true(v)
+    return str(v)
+
+
+def _serve(inp, out) -> None:  # pragma: no cover - runs in the child
+    """Answer JSON-line jobs from ``inp`` on ``out`` until end of input."""
+    import z3
+
+    def send(*answer) -> None:
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+    for line in inp:
+        text, timeout_s, checks = json.loads(line)
+        if checks == "maximize":
+            send(*_maximize(text, timeout_s))
+            continue
+        solver = z3.Solver()
+        solver.set("timeout", max(1, int(timeout_s * 1000)))
+        start = time.perf_counter()
+        try:
+            solver.from_string(text)
+        except z3.Z3Exception as e:
+            send("error", time.perf_counter() - start, f"parse error: {e}", {})
+            continue
+        for extra in checks or [None]:
+            start = time.perf_counter()
+            if extra is not None:
+                solver.push()
+                try:
+                    solver.from_string(extra)
+                except z3.Z3Exception as e:
+                    send("error", 0.0, f"parse error: {e}", {})
+                    solver.pop()
+                    continue
+            r = solver.check()
+            seconds = time.perf_counter() - start
+            model, reason = {}, ""
+            if r == z3.sat:
+                m = solver.model()
+                model = {d.name(): _value(m[d]) for d in m.decls() if d.arity() == 0}
+            elif r == z3.unknown:
+                reason = solver.reason_unknown()
+            send(str(r), seconds, reason, model)
+            if extra is not None:
+                solver.pop()
+
+
+def _maximize(text: str, timeout_s: float):  # pragma: no cover - runs in the child
+    """Maximise the constant ``OBJ`` subject to ``text`` (linear); value "oo" when unbounded."""
+    import z3
+
+    opt = z3.Optimize()
+    opt.set("timeout", max(1, int(timeout_s * 1000)))
+    start = time.perf_counter()
+    opt.from_string(text)
+    handle = opt.maximize(z3.Real("OBJ"))
+    r = opt.check()
+    seconds = time.perf_counter() - start
+    if r != z3.sat:
+        return (str(r), seconds, opt.reason_unknown() if r == z3.unknown else "", {})
+    upper = handle.upper()
+    if z3.is_rational_value(upper):
+        return ("sat", seconds, "", {"OBJ": _value(upper)})
+    return ("sat", seconds, "", {"OBJ": str(upper)})  # "oo" or an infinitesimal expression
+
+
+def _decode(model: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, v in model.items():
+        out[name] = Fraction(v[0], v[1]) if isinstance(v, list) else v
+    return out
+
+
+class Z3Runner:
+    """A reusable hard-killed z3 worker. Use as a context manager."""
+
+    def __init__(self, grace_s: float = GRACE_S) -> None:
+        self.grace_s = grace_s
+        self._proc = None
+        self._conn = None
+        self.kills = 0
+
+    def __enter__(self) -> "Z3Runner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "proofs.smt.hardkill"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, bufsize=1, env=env,
+        )
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _send(self, job) -> None:
+        if not self._alive():
+            self._start()
+        self._proc.stdin.write(json.dumps(job) + "\n")
+        self._proc.stdin.flush()
+
+    def _recv(self, wait_s: float):
+        """The next answer line, or None when none came within ``wait_s`` seconds."""
+        ready, _, _ = select.select([self._proc.stdout], [], [], wait_s)
+        if not ready:
+            return None
+        line = self._proc.stdout.readline()
+        return json.loads(line) if line else None
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(5)
+        self._proc = None
+
+    def close(self) -> None:
+        if self._alive():
+            try:
+                self._proc.stdin.close()
+                self._proc.wait(2)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+
+    def check(self, text: str, timeout_s: float) -> Answer:
+        """Solve one SMT-LIB script (declarations and assertions, no check-sat)."""
+        return self.check_each(text, [None], timeout_s)[0]
+
+    def maximize(self, text: str, timeout_s: float) -> Answer:
+        """LP: the supremum of the constant ``OBJ`` under ``text`` (model {"OBJ": Fraction or
+        "oo"}). Used only to *find* bounds; every bound used in a proof is then re-checked by
+        an UNSAT query."""
+        start = time.perf_counter()
+        self._send((text, timeout_s, "maximize"))
+        got = self._recv(timeout_s + self.grace_s + 1.0)
+        if got is None:
+            self._kill()
+            self.kills += 1
+            return Answer("unknown", time.perf_counter() - start, "hard-kill")
+        r, seconds, reason, model = got
+        return Answer(r, seconds, reason, _decode(model))
+
+    def check_each(self, base: str, extras: list[str | None], timeout_s: float) -> list[Answer]:
+        """Incremental solving: assert ``base`` once, then check ``base + extra`` for each extra
+        (push / pop). Each check has its own budget; after a hard kill the remaining checks are
+        answered ``unknown`` with reason ``hard-kill`` (skipped), never guessed."""
+        start = time.perf_counter()
+        self._send((base, timeout_s, extras if extras != [None] else None))
+        answers = []
+        for _ in extras:
+            # parsing ``base`` (and a fresh worker's start) count against the first budget
+            got = self._recv(timeout_s + self.grace_s + (1.0 if not answers else 0.0))
+            if got is None:
+                self._kill()
+                self.kills += 1
+                waited = time.perf_counter() - start
+                answers.append(Answer("unknown", waited, "hard-kill"))
+                break
+            r, seconds, reason, model = got
+            if r == "error":
+                raise ValueError(reason)
+            answers.append(Answer(r, seconds, reason, _decode(model)))
+            start = time.perf_counter()
+        while len(answers) < len(extras):
+            answers.append(Answer("unknown", 0.0, "hard-kill (earlier check in the batch was killed)"))
+        return answers
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _serve(sys.stdin, sys.stdout)

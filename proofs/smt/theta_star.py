@@ -1,0 +1,63 @@
+"""theta*(instance): the largest threshold theta for which "BOS mass >= theta at every covered
+non-trigger query" is still proved, found by bisection on g = (1 - theta) / eps.
+
+Each bisection step is a full ``search_counterexample``. ``lo`` only moves on ``proof``; ``hi``
+moves on anything else, and ``hi_confirmed`` says whether the upper end is a replayed
+counterexample (then theta* lies in [theta(hi), theta(lo)] for certain) or only an unknown /
+candidate (then the bracket is "no proof above", not "false above").
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .instance import Instance
+from .search import search_counterexample
+
+
+@dataclass
+class ThetaStar:
+    eps: str
+    length: int
+    k: int
+    theta_proved: str  # theta(lo): proved
+    theta_refuted: str  # theta(hi): not proved (see hi_confirmed)
+    g_lo: float  # (1 - theta_proved) / eps
+    g_hi: float
+    hi_confirmed: bool
+    seconds: float
+    iterations: list[dict] = field(default_factory=list)
+
+
+def theta_star(inst: Instance, method: str = "chain", timeout_s: float = 10.0, g_max: Fraction | None = None,
+               iterations: int = 7) -> ThetaStar:
+    """Bisection on g in [0, g_max] (theta = 1 - g eps; g_max defaults to theta = 1/2).
+
+    The proved set of g is upward closed (a smaller theta is easier). g = 0 (theta = 1) is never
+    provable for eps > 0: softmax weights are positive, so BOS mass < 1 always."""
+    start = time.perf_counter()
+    eps = inst.eps
+    g_top = Fraction(1, 2) / eps if g_max is None else Fraction(g_max)
+    log = []
+
+    def attempt(g: Fraction) -> str:
+        r = search_counterexample(inst, 1 - g * eps, method, timeout_s)
+        log.append({"g": str(g), "theta": str(1 - g * eps), "status": r.status, "seconds": round(r.seconds, 3)})
+        return r.status
+
+    top = attempt(g_top)
+    if top != "proof":
+        return ThetaStar(str(eps), inst.length, inst.k, "none", str(1 - g_top * eps), float("nan"), float(g_top),
+                         top == "counterexample", time.perf_counter() - start, log)
+    proved, not_proved, confirmed = g_top, Fraction(0), False
+    for _ in range(iterations):
+        mid = (proved + not_proved) / 2
+        status = attempt(mid)
+        if status == "proof":
+            proved = mid
+        else:
+            not_proved, confirmed = mid, status == "counterexample"
+    return ThetaStar(str(eps), inst.length, inst.k, str(1 - proved * eps), str(1 - not_proved * eps),
+                     float(proved), float(not_proved), confirmed, time.perf_counter() - start, log)
