@@ -455,11 +455,20 @@ def _round_up(x: Fraction) -> Fraction:
     return Fraction(math.ceil(x * BOX_DIGITS), BOX_DIGITS)
 
 
+def _content_swap(b: int, c: int) -> int:
+    """Coordinate c after swapping content types 1 and b (their one-hot coordinates 2 and b+1)."""
+    return {2: b + 1, b + 1: 2}.get(c, c)
+
+
 def value_box(s: _Search) -> dict[tuple[int, int], tuple[Fraction | None, Fraction | None]] | None:
-    """Step 1: LPs find the box, one UNSAT query over the trigger classes certifies it."""
+    """Step 1: LPs find the box; one UNSAT query per bound over the trigger classes certifies it.
+    On a symmetric instance only content type 1 (and T) is computed; type b's box is type 1's
+    with the coordinates of 1 and b swapped (the symmetry maps solutions to solutions)."""
     inst = s.inst
+    symmetric = inst.symmetric()
+    computed = [1, inst.trigger] if symmetric else list(inst.query_types)
     box: dict[tuple[int, int], tuple[Fraction | None, Fraction | None]] = {}
-    for b in inst.query_types:  # contents, and the trigger (needed after the trigger)
+    for b in computed:
         for c in encode.kept_coords(inst):
             bounds = []
             for sign in (1, -1):
@@ -467,13 +476,21 @@ def value_box(s: _Search) -> dict[tuple[int, int], tuple[Fraction | None, Fracti
                 obj = ans.model.get("OBJ") if ans.result == "sat" else None
                 bounds.append(_round_up(obj) if isinstance(obj, Fraction) else None)
             hi, neg_lo = bounds
-            if hi is not None or neg_lo is not None:
-                box[(b, c)] = (None if neg_lo is None else -neg_lo, hi)
-    if not box:
-        return None
-    text = encode.box_check(inst, inst.eps, box).text()
-    ans = s.run(text, "LRA-box", "trigger classes")
-    return box if ans.result == "unsat" else None
+            for side, bound in (("hi", hi), ("lo", None if neg_lo is None else -neg_lo)):
+                if bound is None:
+                    continue
+                one = {(b, c): (bound, None) if side == "lo" else (None, bound)}
+                ans = s.run(encode.box_check(inst, inst.eps, one).text(), "LRA-box",
+                            f"u[{inst.type_label(b)}][{c}] {'>=' if side == 'lo' else '<='} x + {bound}")
+                if ans.result == "unsat":
+                    lo0, hi0 = box.get((b, c), (None, None))
+                    box[(b, c)] = (bound, hi0) if side == "lo" else (lo0, bound)
+    if symmetric:
+        for b in range(2, inst.k + 1):
+            for c in encode.kept_coords(inst):
+                if (1, _content_swap(b, c)) in box:
+                    box[(b, c)] = box[(1, _content_swap(b, c))]
+    return box or None
 
 
 def _chain(s: _Search, result: SearchResult, stop_at_first: bool) -> None:
