@@ -229,3 +229,13 @@ def test_every_kind_is_encoded_or_reported(kind):
         assert r.reason  # says why (not expressible, timeout)
     if kind == "relu":
         assert r.status == "counterexample"
+
+
+def test_hull_lemma_is_unsat_at_32_positions_and_tight():
+    with Z3Runner() as runner:
+        ans = runner.check(encode.hull_lemma_script(32, F(1), F(1, 10), EPS).text(), 20)
+        assert ans.result == "unsat"
+        # planted: claim a bound stronger than the lemma's (m - eps/2) -> z3 finds the tight example
+        stronger = encode.hull_lemma_script(32, F(1), F(1, 10), EPS)
+        stronger.asserts[-1] = encode.lt(encode.scale(F(11, 10), "a_0"), encode.num(1 - EPS / 2))
+        assert runner.check(stronger.text(), 20).result == "sat"

@@ -353,3 +353,21 @@ __all__ = [
     "PRE", "TRIG", "POST", "kept_coords", "pattern_script", "violation", "sink_cap", "reparam_script",
     "reparam_violation", "box_lp", "box_check", "free_pattern_script", "and_",
 ]
+
+
+# ---- the convex-hull (pattern) lemma --------------------------------------------------------
+
+
+def hull_lemma_script(t: int, m: Fraction, beta: Fraction, eps: Fraction) -> Script:
+    """Negation of the sink bound a_0 >= (m - eps)/(m + beta) for weights a_0..a_t on the simplex,
+    projections p_j >= m (j >= 1), p_0 >= -beta, |sum a_j p_j| <= eps. The products q_j = a_j p_j
+    get the valid hints q_j >= m a_j, q_0 >= -beta a_0 (from p_j >= m and a_j >= 0), which is all
+    the proof needs, so the query is linear in (a, q): UNSAT for every t."""
+    script = Script()
+    a = [script.real(f"a_{j}") for j in range(t + 1)]
+    q = [script.real(f"q_{j}") for j in range(t + 1)]
+    script.add(*[f"(>= {x} 0.0)" for x in a], f"(= {add(*a)} 1.0)")
+    script.add(f"(>= {q[0]} {scale(-beta, a[0])})", *[f"(>= {q[j]} {scale(m, a[j])})" for j in range(1, t + 1)])
+    script.add(*abs_le(add(*q), num(eps)))
+    script.add(lt(scale(m + beta, a[0]), num(m - eps)))
+    return script

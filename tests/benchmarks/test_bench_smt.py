@@ -1,0 +1,40 @@
+"""SMT timings (pytest tests/benchmarks/test_bench_smt.py --benchmark-only; the size table needs
+SINKS_SLOW=1). Each benchmark also checks the verdict, so a timing of a failed proof never counts."""
+
+import os
+from fractions import Fraction as F
+
+import pytest
+
+from proofs.smt.encode import hull_lemma_script
+from proofs.smt.hardkill import Z3Runner
+from proofs.smt.instance import reference_instance
+from proofs.smt.search import search_counterexample
+
+SLOW = os.environ.get("SINKS_SLOW") == "1"
+
+
+def _once(benchmark, fn):
+    return benchmark.pedantic(fn, rounds=1, iterations=1)
+
+
+@pytest.mark.parametrize("k,n", [(2, 6), (2, 8)])
+def test_bench_chain_proof(benchmark, k, n):
+    r = _once(benchmark, lambda: search_counterexample(reference_instance(k, n, F(1, 100)), F(1, 2), "chain", 60))
+    assert r.status == "proof"
+
+
+@pytest.mark.skipif(not SLOW, reason="size table: set SINKS_SLOW=1")
+@pytest.mark.parametrize("k,n", [(3, 6), (3, 8), (4, 6)])
+def test_bench_chain_size_table(benchmark, k, n):
+    r = _once(benchmark, lambda: search_counterexample(reference_instance(k, n, F(1, 100)), F(1, 2), "chain", 60))
+    assert r.status in ("proof", "unknown")  # unknown is recorded, never counted as a proof
+    benchmark.extra_info["status"] = r.status
+
+
+def test_bench_hull_lemma_32_positions(benchmark):
+    def run():
+        with Z3Runner() as runner:
+            return runner.check(hull_lemma_script(32, F(1), F(1, 10), F(1, 100)).text(), 30)
+
+    assert _once(benchmark, run).result == "unsat"
