@@ -158,7 +158,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     opt = torch.optim.Adam(params, lr=config.lr, betas=config.betas)
     train_task = config.task()
     generators = [torch.Generator().manual_seed(data_seed(s)) for s in config.seeds]
-    history_set = _eval_batch(config, HISTORY_SEQUENCES)
+    history_set = _eval_batch(config, HISTORY_SEQUENCES, device)
 
     active = torch.ones(S, dtype=torch.bool, device=device)
     stop_step = [None] * S
@@ -199,7 +199,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     progress.close()
     seconds = time.perf_counter() - start - logging_seconds  # training only
 
-    summary = _evaluate(model, config)
+    summary = _evaluate(model, config, device)
     for s, member in enumerate(summary["members"]):
         member.update({
             "seed": config.seeds[s],
@@ -232,11 +232,12 @@ def _freeze(opt, active, members: list[int]) -> None:
                 state["exp_avg"][idx] = 0
 
 
-def _eval_batch(config: TrainConfig, n: int):
+def _eval_batch(config: TrainConfig, n: int, device: str = "cpu"):
+    """The fixed evaluation sequences (drawn on the CPU, so every device sees the same ones)."""
     import torch
 
     cfg = config.task(trigger=config.eval_trigger)
-    return task.sample(cfg, n, torch.Generator().manual_seed(EVAL_SEED), dtype=torch.float64)
+    return task.sample(cfg, n, torch.Generator().manual_seed(EVAL_SEED), device=device, dtype=torch.float64)
 
 
 def _float64(model):
@@ -265,14 +266,14 @@ def _history_point(model, config: TrainConfig, batch, step: int, mse, max_err) -
     return point
 
 
-def _evaluate(model, config: TrainConfig) -> dict[str, Any]:
+def _evaluate(model, config: TrainConfig, device: str) -> dict[str, Any]:
     """Errors, per-head sink metrics, certified bounds and mean / std patterns on the
     evaluation set, in float64, one member at a time (bounded memory)."""
     import torch
 
     from empirical import bound, metrics
 
-    batch = _eval_batch(config, config.eval_sequences)
+    batch = _eval_batch(config, config.eval_sequences, device)
     m64 = _float64(model)
     members, mean_patterns, std_patterns = [], [], []
     with torch.no_grad():
