@@ -221,14 +221,22 @@ def test_planted_loose_tolerance_flips_the_proof(monkeypatch):
 
 @pytest.mark.parametrize("kind", attention.names())
 def test_every_kind_is_encoded_or_reported(kind):
+    """Kinds that cannot abstain (rows sum to one) need the sink: proof. Kinds that can abstain
+    do not: a sink-free head is found and replayed. A kind added later without an encoding
+    must come back unknown with a reason, never crash and never pass."""
+    from proofs.smt.search import default_method
+
     inst = reference_instance(2, 3, EPS)
-    method = "chain" if kind == "softmax" else "scores"
-    r = search_counterexample(inst, HALF, method, kind=kind, timeout_s=10)
+    r = search_counterexample(inst, HALF, default_method(kind), kind=kind, timeout_s=10)
     assert r.status in ("proof", "counterexample", "candidate", "unknown")
     if r.status == "unknown":
-        assert r.reason  # says why (not expressible, timeout)
-    if kind == "relu":
-        assert r.status == "counterexample"
+        assert r.reason
+    known = {"softmax", "sigmoid_norm", "relu", "softmax1", "sink_logit", "sigmoid", "gated"}
+    if kind in known:
+        expected = "counterexample" if attention.get(kind).can_abstain else "proof"
+        assert r.status == expected, (r.status, r.reason)
+        if expected == "counterexample":
+            assert r.replay.ok and float(r.replay.min_bos_covered) < 0.5
 
 
 def test_hull_lemma_is_unsat_at_32_positions_and_tight():

@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--theta", type=_fraction, default=None,
                    help="BOS-mass threshold of the violation; omit for the positive control (any head)")
     p.add_argument("--method", default=None, help="chain | reparam | pattern | free_pattern | scores "
-                   "(default: chain for softmax, scores otherwise)")
+                   "(default: chain for softmax / sigmoid_norm, pattern for softmax1 / sink_logit, scores otherwise)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per z3 query (hard-killed just after)")
     p.add_argument("--emit-smt2", default=None, metavar="DIR", help="write every query as an SMT-LIB 2 file into DIR")
     p.add_argument("--covered", default="non_trigger", help="non_trigger (default) | pre_trigger")
@@ -48,14 +48,14 @@ def run(args: argparse.Namespace) -> int:
     from constructions.errors import BadInput
     from constructions.files import provenance, write_json
     from proofs.smt.instance import reference_instance
-    from proofs.smt.search import search_counterexample
+    from proofs.smt.search import default_method, search_counterexample
 
     attention.get(args.kind)  # unknown kinds: one-line error listing the valid ones
     if args.timeout <= 0:
         raise BadInput(f"--timeout must be > 0, got {args.timeout}")
     if args.theta is not None and not 0 < args.theta <= 1:
         raise BadInput(f"--theta must be in (0, 1], got {args.theta}")
-    method = args.method or ("chain" if args.kind == "softmax" else "scores")
+    method = args.method or default_method(args.kind)
     inst = reference_instance(args.tokens, args.length, args.eps, covered=args.covered, mean=args.mean,
                               trigger_value=args.trigger_value, bos_value=args.bos_value,
                               max_triggers=None if args.many_triggers else 1)

@@ -38,6 +38,7 @@ class HeadParams:
 
     scores: dict[tuple[int, int], Any]
     values: dict[int, list[Any]]
+    extras: dict[str, Any] = field(default_factory=dict)  # scalar, or {type: projection} for a vector
 
 
 @dataclass
@@ -107,8 +108,15 @@ def build_network(inst: Instance, model: LayerModel, number) -> reference.Networ
     m, d = len(P), inst.d
     zero = number(0)
     eye = reference.identity(d, zero, number(1))
-    W_Q, W_K, W_V, blocks = [], [], [], []
+    W_Q, W_K, W_V, blocks, extras = [], [], [], [], []
     for head in model.heads:
+        ex = {}
+        for name, v in head.extras.items():
+            if isinstance(v, dict):  # w . x_t = v[t] for every type: w = sum_t v[t] P_t
+                ex[name] = [sum((number(v.get(t, 0)) * P[t][c] for t in range(m)), zero) for c in range(d)]
+            else:
+                ex[name] = number(v)
+        extras.append(ex)
         S = [[number(head.scores.get((q, b), 0)) for b in range(m)] for q in range(m)]
         SP = [[sum((S[q][r] * P[r][c] for r in range(m)), zero) for c in range(d)] for q in range(m)]
         M = [[sum((P[q][a] * SP[q][b] for q in range(m)), zero) for b in range(d)] for a in range(d)]
@@ -118,7 +126,7 @@ def build_network(inst: Instance, model: LayerModel, number) -> reference.Networ
         U = [[number(v) for v in head.values.get(t, [0] * d)] for t in range(m)]
         blocks.append([[sum((U[t][r] * P[t][c] for t in range(m)), zero) for c in range(d)] for r in range(d)])
     W_O = reference.as_matrix([sum((blk[r] for blk in blocks), []) for r in range(d)])
-    layer = reference.Layer(tuple(W_Q), tuple(W_K), tuple(W_V), W_O)
+    layer = reference.Layer(tuple(W_Q), tuple(W_K), tuple(W_V), W_O, tuple(extras) if any(extras) else ())
     return reference.Network(model.kind, (layer,), residual=False)
 
 

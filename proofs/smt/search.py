@@ -36,7 +36,17 @@ from .replay import HeadParams, LayerModel, Replay, class_bos_mass, replay
 
 METHODS = ("chain", "reparam", "pattern", "free_pattern", "scores")
 STATUSES = ("proof", "counterexample", "solution", "candidate", "unknown")
-PATTERN_KINDS = ("softmax",)  # kinds with the exp-free token-consistent pattern encoding
+# kinds with the exp-free token-consistent pattern encoding -> "slot" (weights E / (1 + sum E))
+PATTERN_KINDS = {"softmax": False, "sigmoid_norm": False, "softmax1": True, "sink_logit": True}
+
+
+def default_method(kind: str) -> str:
+    """chain for shift-invariant normalised kinds, pattern for slot kinds, scores otherwise."""
+    if kind in PATTERN_KINDS:
+        return "pattern" if PATTERN_KINDS[kind] else "chain"
+    return "scores"
+
+
 MARGIN = Fraction(15, 16)  # a SAT at eps is re-solved at MARGIN * eps (eps/2 for positive controls), replayed at eps
 
 
@@ -101,8 +111,11 @@ def _to_mpf(v):
     return mpmath.mpf(v)
 
 
-def softmax_model(inst: Instance, weights: dict[tuple[int, int], Any], values: dict[int, list[Any]]) -> LayerModel:
-    """Scores = log E (BOS key score 0); missing pairs weigh 1."""
+def softmax_model(inst: Instance, weights: dict[tuple[int, int], Any], values: dict[int, list[Any]],
+                  kind: str = "softmax") -> LayerModel:
+    """Real scores realising pattern weights E (missing pairs weigh 1): log E for softmax,
+    softmax1 and sink_logit (slot logit 0); for sigmoid_norm, sigmoid(s_qb) = c_q E_qb with
+    c_q = 1 / (2 max(1, max_b E_qb)) < 1 per query row (the normalisation cancels c_q)."""
     import mpmath
 
     from .replay import DIGITS
@@ -110,10 +123,14 @@ def softmax_model(inst: Instance, weights: dict[tuple[int, int], Any], values: d
     with mpmath.workdps(DIGITS):
         scores = {}
         for q in inst.query_types:
-            for b in inst.types:
-                if b != BOS:
-                    scores[(q, b)] = mpmath.log(_to_mpf(weights.get((q, b), Fraction(1))))
-    return LayerModel("softmax", [HeadParams(scores, values)], exact=False)
+            row = {b: _to_mpf(weights.get((q, b), Fraction(1))) for b in inst.types}
+            if kind == "sigmoid_norm":
+                c = 1 / (2 * max([mpmath.mpf(1)] + list(row.values())))
+                scores.update({(q, b): mpmath.log(c * w / (1 - c * w)) for b, w in row.items()})
+            else:
+                scores.update({(q, b): mpmath.log(w) for b, w in row.items()})
+        extras = {"sink": mpmath.mpf(0)} if kind == "sink_logit" else {}
+    return LayerModel(kind, [HeadParams(scores, values, extras)], exact=False)
 
 
 def _values_from(inst: Instance, model: dict[str, Any], prefix: str = "U") -> dict[int, list[Any]]:
@@ -123,13 +140,13 @@ def _values_from(inst: Instance, model: dict[str, Any], prefix: str = "U") -> di
     return out
 
 
-def pattern_model(inst: Instance, model: dict[str, Any]) -> LayerModel:
+def pattern_model(inst: Instance, model: dict[str, Any], kind: str = "softmax") -> LayerModel:
     weights = {(q, b): model[encode.e_name(q, b)] for q in inst.query_types for b in inst.types
                if encode.e_name(q, b) in model}
-    return softmax_model(inst, weights, _values_from(inst, model))
+    return softmax_model(inst, weights, _values_from(inst, model), kind)
 
 
-def reparam_model(inst: Instance, model: dict[str, Any], eta: Fraction) -> LayerModel:
+def reparam_model(inst: Instance, model: dict[str, Any], eta: Fraction, kind: str = "softmax") -> LayerModel:
     """Map a re-parametrised model back: u_b = w_b / E_Tb, E_ab = R_ab E_Tb,
     u_T = (A - u_BOS) / E_TT, and the content->trigger weights (unconstrained in the slice)
     set to a small eta."""
@@ -150,7 +167,7 @@ def reparam_model(inst: Instance, model: dict[str, Any], eta: Fraction) -> Layer
             for b in inst.content_types:
                 weights[(a, b)] = get(encode.r_name(a, b)) * F[b]
             weights[(a, T)] = _to_mpf(eta)
-        return softmax_model(inst, weights, values)
+        return softmax_model(inst, weights, values, kind)
 
 
 # ---- the search -------------------------------------------------------------------------
@@ -169,6 +186,7 @@ class _Search:
         self.runner = Z3Runner()
         self.n_emitted = 0
         # what the claim predicts for a violation query: none for kinds that cannot abstain
+        self.slot = PATTERN_KINDS.get(kind, False)
         self.prediction = "sat (no sink needed)" if attention.get(kind).can_abstain else "unsat (sink needed)"
 
     # -- queries --
@@ -227,11 +245,11 @@ class _Search:
         """Re-solve the exact encoding with a margin (MARGIN * eps, or eps/2) and replay it at eps."""
         inst = self.inst
         half = base_eps * (MARGIN if cls is not None else Fraction(1, 2))
-        text = encode.pattern_script(inst, half, classes).extended(extra).text()
+        text = encode.pattern_script(inst, half, classes, slot=self.slot).extended(extra).text()
         ans = self.run(text, "pattern-resolve", cls.label(inst) if cls else "all classes", "sat", f" (eps'={half})")
         if ans.result != "sat":
             return "candidate", None, f"sat at eps, {ans.result} at eps'={half} ({ans.reason})", None
-        model = pattern_model(inst, ans.model)
+        model = pattern_model(inst, ans.model, self.kind)
         status, rep, why = self.confirm(model, cls)
         return status, rep, why, model
 
@@ -241,13 +259,13 @@ class _Search:
         real head); solved with a margin and replayed at eps."""
         inst = self.inst
         half = base_eps * (MARGIN if cls is not None else Fraction(1, 2))
-        text = encode.ideal_values_script(inst, half, classes).extended(extra).text()
+        text = encode.ideal_values_script(inst, half, classes, slot=self.slot).extended(extra).text()
         ans = self.run(text, "ideal-values-solve", cls.label(inst) if cls else "all classes", "sat", f" (eps'={half})")
         if ans.result != "sat":
             return "candidate", None, f"ideal-values restriction {ans.result} at eps'={half}", None
         weights = {(q, b): ans.model[encode.e_name(q, b)] for q in inst.query_types for b in inst.types
                    if encode.e_name(q, b) in ans.model}
-        model = softmax_model(inst, weights, encode.ideal_values(inst))
+        model = softmax_model(inst, weights, encode.ideal_values(inst), self.kind)
         status, rep, why = self.confirm(model, cls)
         return status, rep, why, model
 
@@ -263,6 +281,8 @@ def _check_method(kind: str, method: str, inst: Instance) -> str | None:
         return None
     if kind not in PATTERN_KINDS:
         return f"kind {kind!r} has no token-consistent pattern encoding; use method 'scores'"
+    if method in ("chain", "reparam") and PATTERN_KINDS[kind]:
+        return f"method {method!r} assumes the BOS weight 1 of a shift-invariant kind; use 'pattern' for {kind!r}"
     if method in ("chain", "reparam") and inst.max_triggers != 1:
         return f"method {method!r} needs exactly one trigger per sequence (max_triggers=1)"
     return None
@@ -312,9 +332,10 @@ def _solve(s: _Search, result: SearchResult) -> None:
     classes = enumerate_classes(inst)
     extra = Script()
     if s.sink_cap is not None:
-        extra = encode.sink_cap(inst, [c for c in classes if c.phase(inst) != TRIG and _covered(inst, c)], s.sink_cap)
-    rows = s.run(encode.trigger_rows_script(inst, inst.eps).text(), "LRA-trigger-rows", "trigger classes", "sat")
-    if rows.result == "unsat":
+        extra = encode.sink_cap(inst, [c for c in classes if c.phase(inst) != TRIG and _covered(inst, c)], s.sink_cap, s.slot)
+    rows = None if s.slot else s.run(encode.trigger_rows_script(inst, inst.eps).text(), "LRA-trigger-rows",
+                                      "trigger classes", "sat")
+    if rows is not None and rows.result == "unsat":
         result.status, result.reason = "proof", "no head solves even the trigger rows (LRA relaxation UNSAT)"
         return
     if inst.eps > 0 and s.method != "reparam":
@@ -323,7 +344,7 @@ def _solve(s: _Search, result: SearchResult) -> None:
             result.status, result.replay, result.reason, result.model = status, rep, why, model
             return
     if inst.eps == 0 or s.method != "reparam":
-        text = encode.pattern_script(inst, inst.eps, classes).extended(extra).text()
+        text = encode.pattern_script(inst, inst.eps, classes, slot=s.slot).extended(extra).text()
         ans = s.run(text, "pattern-solve", "all classes", "sat")
         if ans.result == "unsat":
             result.status, result.reason = "proof", "no head solves the instance (UNSAT)"
@@ -332,7 +353,7 @@ def _solve(s: _Search, result: SearchResult) -> None:
             result.status, result.reason = "unknown", ans.reason
             return
         if inst.eps == 0:  # nothing to halve; replay the model as it is
-            model = pattern_model(inst, ans.model)
+            model = pattern_model(inst, ans.model, s.kind)
             result.status, result.replay, result.reason = s.confirm(model, None)
             result.model = model
             return
@@ -346,7 +367,7 @@ def _solve(s: _Search, result: SearchResult) -> None:
         result.status = "proof" if ans.result == "unsat" else "unknown"
         result.reason = "the pre-trigger slice has no head (UNSAT transfers)" if ans.result == "unsat" else ans.reason
         return
-    model = _mapped_back(inst, ans.model)
+    model = _mapped_back(inst, ans.model, s.kind)
     result.model = model
     result.status, result.replay, result.reason = s.confirm(model, None)
 
@@ -357,10 +378,10 @@ def _covered(inst: Instance, cls: PositionClass) -> bool:
     return covered(inst, cls)
 
 
-def _mapped_back(inst: Instance, model: dict[str, Any]) -> LayerModel:
+def _mapped_back(inst: Instance, model: dict[str, Any], kind: str = "softmax") -> LayerModel:
     vmax = max([abs(float(v)) for v in model.values() if isinstance(v, Fraction)] + [1.0])
     eta = Fraction(inst.eps) / Fraction(8) / Fraction(math.ceil(vmax))
-    return reparam_model(inst, model, eta if eta > 0 else Fraction(1, 10 ** 6))
+    return reparam_model(inst, model, eta if eta > 0 else Fraction(1, 10 ** 6), kind)
 
 
 # ---- violation search, one query per class --------------------------------------------------
@@ -398,9 +419,9 @@ def _sat_status(s: _Search, cls: PositionClass, ans: Answer, exact_classes: list
             return status, {"model": mapped, "replay": rep, "reason": why}
     if exact_classes is None:
         return "candidate", {"reason": "relaxation-sat (no head to replay)"}
-    viol = encode.violation(inst, cls, s.theta)
+    viol = encode.violation(inst, cls, s.theta, s.slot)
     if exact_first:
-        text = encode.pattern_script(inst, inst.eps, exact_classes, box).extended(viol).text()
+        text = encode.pattern_script(inst, inst.eps, exact_classes, box, s.slot).extended(viol).text()
         exact = s.run(text, "pattern-class", cls.label(inst))
         if exact.result == "unsat":
             return "proof", {}
@@ -423,7 +444,7 @@ def _answer_status(s: _Search, cls, ans: Answer, on_sat) -> tuple[str, dict]:
 def _pattern_query(s: _Search, cls: PositionClass):
     inst = s.inst
     classes = enumerate_classes(inst)
-    text = encode.pattern_script(inst, inst.eps, classes).extended(encode.violation(inst, cls, s.theta)).text()
+    text = encode.pattern_script(inst, inst.eps, classes, slot=s.slot).extended(encode.violation(inst, cls, s.theta, s.slot)).text()
     ans = s.run(text, "pattern-class", cls.label(inst))
     return _answer_status(s, cls, ans, lambda: _sat_status(s, cls, ans, classes))
 
@@ -436,7 +457,7 @@ def _reparam_query(s: _Search, cls: PositionClass):
     text = encode.reparam_script(inst, inst.eps).extended(encode.reparam_violation(inst, cls, s.theta)).text()
     ans = s.run(text, "reparam-class", cls.label(inst))
     return _answer_status(s, cls, ans, lambda: _sat_status(s, cls, ans, enumerate_classes(inst),
-                                                           _mapped_back(inst, ans.model)))
+                                                           _mapped_back(inst, ans.model, s.kind)))
 
 
 def _free_pattern_query(s: _Search, cls: PositionClass):
@@ -452,7 +473,8 @@ BOX_DIGITS = 10 ** 4
 
 
 def _round_up(x: Fraction) -> Fraction:
-    return Fraction(math.ceil(x * BOX_DIGITS), BOX_DIGITS)
+    """A short rational strictly above x (so the closed check of the bound is infeasible)."""
+    return Fraction(math.floor(x * BOX_DIGITS) + 1, BOX_DIGITS)
 
 
 def _content_swap(b: int, c: int) -> int:
@@ -475,16 +497,16 @@ def value_box(s: _Search) -> dict[tuple[int, int], tuple[Fraction | None, Fracti
                 ans = s.runner.maximize(encode.box_lp(inst, inst.eps, b, c, sign).text(), s.timeout_s)
                 obj = ans.model.get("OBJ") if ans.result == "sat" else None
                 bounds.append(_round_up(obj) if isinstance(obj, Fraction) else None)
-            hi, neg_lo = bounds
-            for side, bound in (("hi", hi), ("lo", None if neg_lo is None else -neg_lo)):
+            for sign, bound in zip((1, -1), bounds):
                 if bound is None:
                     continue
-                one = {(b, c): (bound, None) if side == "lo" else (None, bound)}
-                ans = s.run(encode.box_check(inst, inst.eps, one).text(), "LRA-box",
-                            f"u[{inst.type_label(b)}][{c}] {'>=' if side == 'lo' else '<='} x + {bound}")
+                side = "<=" if sign > 0 else ">="
+                shown = bound if sign > 0 else -bound
+                ans = s.run(encode.box_bound_check(inst, inst.eps, b, c, sign, bound).text(), "LRA-box",
+                            f"u[{inst.type_label(b)}][{c}] {side} x + {shown}")
                 if ans.result == "unsat":
                     lo0, hi0 = box.get((b, c), (None, None))
-                    box[(b, c)] = (bound, hi0) if side == "lo" else (lo0, bound)
+                    box[(b, c)] = (lo0, bound) if sign > 0 else (-bound, hi0)
     if symmetric:
         for b in range(2, inst.k + 1):
             for c in encode.kept_coords(inst):
