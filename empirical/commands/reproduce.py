@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,8 +29,14 @@ def run(args: argparse.Namespace) -> int:
 
     check_selection(args.only)  # bad names fail before anything runs
     device = resolve_device(args.device)
-    statuses = reproduce(args.out, args.quick, device, args.only, args.force,
-                         log=lambda line: print(line, file=sys.stderr, flush=True))
+    start = time.perf_counter()
+    try:
+        statuses = reproduce(args.out, args.quick, device, args.only, args.force,
+                             log=lambda line: print(line, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        print(f"sinks: interrupted; finished parts are kept in {args.out}, rerun to resume", file=sys.stderr)
+        return 130
+    print(f"reproduce: {time.perf_counter() - start:.1f} s wall time", file=sys.stderr)
     missing = [name for name, status in statuses.items() if status == "missing"]
     failed = [name for name, status in statuses.items() if status == "failed"]
     if missing:

@@ -39,7 +39,11 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet or kind == "failed":
             print(f"{kind:>7} {run_id} {detail}".rstrip(), file=sys.stderr, flush=True)
 
-    outcome = run_sweep(jobs, args.out, args.backend, args.workers, device, on_event=show)
+    try:
+        outcome = run_sweep(jobs, args.out, args.backend, args.workers, device, on_event=show)
+    except KeyboardInterrupt:
+        print(f"sinks: interrupted; finished jobs are kept in {args.out}, rerun to resume", file=sys.stderr)
+        return 130
     print(f"{len(outcome.ran)} ran, {len(outcome.skipped)} already done, {len(outcome.failed)} failed; "
           f"results in {args.out}")
     return 1 if outcome.failed else 0
