@@ -59,12 +59,15 @@ def part_path(results_dir: Path, name: str) -> Path:
 
 
 def load_part(results_dir: Path, name: str) -> dict | None:
-    """The stored record of part ``name``, or None if it is missing, unreadable or malformed."""
+    """The stored record of part ``name``, or None if it is missing, unreadable or malformed
+    (claims or tables not in the form ``validate_output`` accepts)."""
     try:
         record = json.loads(part_path(results_dir, name).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or not isinstance(record.get("claims"), list):
+    try:  # a stored file is only used if it still has the shape a part's output must have
+        record["claims"], record["tables"], _ = validate_output(record)
+    except (ValueError, TypeError):
         return None
     return record
 
@@ -238,45 +241,51 @@ def build_report(results_dir: str | Path) -> Path:
         "*verified exactly* (exact arithmetic on finite instances or explicit constructions), "
         "*verified numerically* (floating point with margins), *observed* (training, over seeds), "
         "*refuted*, *unknown* (e.g. solver timeout), *failed* (the check did not run).",
-        "",
-        "## Parts",
-        "",
+        *_parts_section(results_dir, records),
+        *_claims_section(results_dir, records),
+        *_tables_section(records),
     ]
-    part_rows = []
+    text = "\n".join(lines) + "\n"
+    return write_atomic(results_dir / REPORT, lambda f: f.write(text))
+
+
+def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:
+    rows = []
     for name, record in records.items():
         if record is None:
-            part_rows.append([name, _absence(results_dir, name), "", "", "", "", ""])
+            rows.append([name, _absence(results_dir, name), "", "", "", "", ""])
             continue
         config = record.get("provenance", {}).get("config") or {}
         status = record.get("status", "?") + (f": {record['error']}" if record.get("error") else "")
-        mode = "quick" if config.get("quick") else "default"
-        part_rows.append([name, status, mode, record.get("provenance", {}).get("device", "?"),
-                          f"{record.get('wall_s', 0):.1f} s", len(record["claims"]),
-                          _Raw(f"[{name}.json]({name}.json)")])
-    lines += _table(["part", "status", "mode", "device", "wall time", "claims", "file"], part_rows)
+        rows.append([name, status, "quick" if config.get("quick") else "default",
+                     record.get("provenance", {}).get("device", "?"), f"{record.get('wall_s', 0):.1f} s",
+                     len(record["claims"]), _Raw(f"[{name}.json]({name}.json)")])
     total = sum(r.get("wall_s", 0) for r in records.values() if r)
-    lines += ["", f"Total wall time of the stored parts: {total:.1f} s.", "", "## Claims", ""]
+    return ["", "## Parts", "", *_table(["part", "status", "mode", "device", "wall time", "claims", "file"], rows),
+            "", f"Total wall time of the stored parts: {total:.1f} s."]
 
-    claim_rows, counts = [], {}
+
+def _claims_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:
+    rows, counts = [], {}
     for name, record in records.items():
         for claim in (record or {}).get("claims", []):
-            verdict = claim.get("verdict", "?")
-            counts[verdict] = counts.get(verdict, 0) + 1
-            claim_rows.append([name, claim.get("claim", ""), _Raw(f"**{_cell(verdict)}**"), claim.get("evidence", ""),
-                               _Raw(_code(claim.get("test", ""))), _Raw(_code(claim.get("command", ""))),
-                               _figure_links(results_dir, claim.get("figures") or [])])
-    if claim_rows:
-        lines += _table(["part", "claim", "verdict", "evidence", "test", "command", "figures"], claim_rows)
-        lines += ["", "Verdicts: " + ", ".join(f"{v} {counts[v]}" for v in VERDICTS + tuple(
-            sorted(set(counts) - set(VERDICTS))) if v in counts) + "."]
-    else:
-        lines.append("No claims stored yet.")
+            counts[claim["verdict"]] = counts.get(claim["verdict"], 0) + 1
+            rows.append([name, claim["claim"], _Raw(f"**{_cell(claim['verdict'])}**"), claim["evidence"],
+                         _Raw(_code(claim["test"])), _Raw(_code(claim["command"])),
+                         _figure_links(results_dir, claim["figures"])])
+    if not rows:
+        return ["", "## Claims", "", "No claims stored yet."]
+    tally = ", ".join(f"{v} {counts[v]}" for v in VERDICTS if v in counts)
+    return ["", "## Claims", "", *_table(["part", "claim", "verdict", "evidence", "test", "command", "figures"], rows),
+            "", f"Verdicts: {tally}."]
 
+
+def _tables_section(records: dict[str, dict | None]) -> list[str]:
+    lines = []
     for name, record in records.items():
         for table in (record or {}).get("tables", []):
-            lines += ["", f"## {name}: {_cell(table.get('title', ''))}", ""]
-            lines += _table([str(c) for c in table.get("columns", [])], table.get("rows", []))
-            if table.get("note"):
+            lines += ["", f"## {name}: {_cell(table['title'])}", ""]
+            lines += _table([str(c) for c in table["columns"]], table["rows"])
+            if table["note"]:
                 lines += ["", _cell(table["note"])]
-    text = "\n".join(lines) + "\n"
-    return write_atomic(results_dir / REPORT, lambda f: f.write(text))
+    return lines

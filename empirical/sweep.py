@@ -129,17 +129,22 @@ def build_config(cls: type, data: Any, what: str = "config") -> Any:
     return config_from_dict(cls, data, what)
 
 
+def _options(hint: Any) -> tuple:
+    """The alternatives of a union type (``X | None``), or the type itself."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return typing.get_args(hint)
+    return (hint,)
+
+
 def _dataclass_in(hint: Any) -> type | None:
-    options = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else (hint,)
-    for option in options:
+    for option in _options(hint):
         if isinstance(option, type) and dataclasses.is_dataclass(option):
             return option
     return None
 
 
 def _is_tuple_type(hint: Any) -> bool:
-    options = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else (hint,)
-    return any(option is tuple or typing.get_origin(option) is tuple for option in options)
+    return any(option is tuple or typing.get_origin(option) is tuple for option in _options(hint))
 
 
 def config_class(fn: Callable[..., Any]) -> type:

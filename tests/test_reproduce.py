@@ -33,7 +33,8 @@ def run(results_dir, quick, device):
             {{"claim": "T3: a ReLU head solves the task", "verdict": "verified exactly",
               "evidence": "error 0 on 1024 sequences | max 0", "test": "tests/test_x.py::test_relu",
               "command": "sinks construct relu", "figures": ["{name}.png", "absent.png"]}},
-            {{"claim": "T1: softmax sinks", "verdict": "observed", "evidence": "BOS mass 0.9998 (quick=" + str(quick) + ")"}},
+            {{"claim": "T1: softmax sinks", "verdict": "observed",
+              "evidence": "BOS mass 0.9998 (quick=" + str(quick) + ")"}},
         ],
         "tables": [{{"title": "runs", "columns": ["model", "BOS mass"], "rows": [["1 layer softmax", 0.99981234]]}}],
         "steps": np.arange(1, 4),
@@ -162,17 +163,18 @@ def test_killed_reproduce_resumes_and_keeps_finished_parts(tmp_path, fake_parts)
 
 
 def test_report_is_rebuilt_from_the_part_files_alone(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(reproduce, "PARTS", ("zz_a", "zz_b"))  # no such modules exist at all
+    monkeypatch.setattr(reproduce, "PARTS", ("zz_a", "zz_b", "zz_c"))  # no such modules exist at all
     record = {"part": "zz_a", "status": "ok", "wall_s": 1.5, "tables": [],
               "claims": [{"claim": "sufficiency", "verdict": "proved", "evidence": "sympy closed 3 identities",
                           "test": "", "command": "", "figures": []}],
               "provenance": {"config": {"part": "zz_a", "quick": False, "device": "cpu"}, "device": "cpu"}}
     (tmp_path / "zz_a.json").write_text(json.dumps(record))
     (tmp_path / "zz_b.json").write_text('{"claims": [')  # half-written by something non-atomic
+    (tmp_path / "zz_c.json").write_text('{"claims": [{"claim": "c", "verdict": "maybe", "evidence": "e"}]}')
     text = build_report(tmp_path).read_text()
     assert "| zz_a | ok | default | cpu | 1.5 s | 1 | [zz_a.json](zz_a.json) |" in text
     assert "| zz_a | sufficiency | **proved** | sympy closed 3 identities | — | — | — |" in text
-    assert "unreadable results file zz_b.json" in text
+    assert "unreadable results file zz_b.json" in text and "unreadable results file zz_c.json" in text
     (tmp_path / "REPORT.md").unlink()
     assert cli.main(["report", "--results", str(tmp_path)]) == 0
     assert (tmp_path / "REPORT.md").read_text() == text
