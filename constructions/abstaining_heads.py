@@ -45,20 +45,19 @@ FLAGS = (task.BOS_FLAG, task.TRIGGER_FLAG)  # plus content_flag(d)
 
 def _numbers(gap: Any) -> tuple[Any, Any, Any]:
     """(zero, one, gap) in the number type of ``gap``: Fraction, sympy or mpmath interval."""
-    if isinstance(gap, bool) or not isinstance(gap, (int, Fraction)) and not hasattr(gap, "is_number") \
-            and type(gap).__module__.split(".")[0] != "mpmath":
-        raise BadInput(f"construction field 'gap' must be an int, Fraction, sympy or mpmath.iv number, got {gap!r}")
-    if isinstance(gap, (int, Fraction)):
+    if isinstance(gap, (int, Fraction)) and not isinstance(gap, bool):
         if not gap > 0:
             raise BadInput(f"construction field 'gap' must be > 0, got {gap!r}")
         return Fraction(0), Fraction(1), Fraction(gap)
-    if type(gap).__module__.split(".")[0] == "mpmath":
+    if type(gap).__module__.startswith("mpmath"):
         from mpmath import iv
 
         return iv.mpf(0), iv.mpf(1), gap
     import sympy
 
-    return sympy.Integer(0), sympy.Integer(1), gap
+    if isinstance(gap, sympy.Basic):
+        return sympy.Integer(0), sympy.Integer(1), gap
+    raise BadInput(f"construction field 'gap' must be an int, Fraction, sympy or mpmath.iv number, got {gap!r}")
 
 
 def _matrix(d: int, zero: Any, entries: dict[tuple[int, int], Any]) -> list[list[Any]]:

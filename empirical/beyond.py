@@ -132,7 +132,7 @@ def sink_of(run: BeyondRun, member: dict[str, Any]) -> float:
 
 
 def row_mass_of(member: dict[str, Any]) -> float:
-    """Total row mass at non-trigger queries of the most-sinking head's layer (first head, one layer)."""
+    """One seed's total row mass sum_k a_ik at non-trigger queries, largest head."""
     return max(h["row_nontrigger_mean"] for layer in member["heads"] for h in layer)
 
 

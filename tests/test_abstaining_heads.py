@@ -69,5 +69,7 @@ def test_verifier_preconditions_and_bad_input():
         A.check_content_blind(softmax_head.build(4, 2))  # BOS's value zeroed: W_V != I
     with pytest.raises(BadInput, match="'gap'"):
         A.build_gated(5, -1)
+    with pytest.raises(BadInput, match="'gap'"):
+        A.build_softmax1(5, 1.5)  # a float gap would make the "exact" weights inexact
     with pytest.raises(BadInput, match="valid: softmax1, sink_logit, gated, sigmoid"):
         A.get("relu6")

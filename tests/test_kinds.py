@@ -16,8 +16,8 @@ S = [s0, s1, s2]
 SYMPY = attention.ops("sympy")
 
 
-def _extras(kind, sink=b, bias=b, gate=g):
-    return {"sink": sink, "bias": bias, "gate": gate}
+def _extras():
+    return {"sink": b, "bias": b, "gate": g}
 
 
 def _definition(name, scores, i):
@@ -37,7 +37,7 @@ def _definition(name, scores, i):
 def test_exact_form_equals_definition_in_sympy(name):
     kind = attention.get(name)
     for i in (0, 1, 2):
-        got = kind.exact(S[:i + 1], i, SYMPY, _extras(kind))
+        got = kind.exact(S[:i + 1], i, SYMPY, _extras())
         want = _definition(name, S[:i + 1], i)
         assert len(got) == i + 1
         for a, w in zip(got, want):
@@ -49,7 +49,7 @@ def test_registry_flags_match_the_rows(name):
     """normalised: rows sum to one exactly (sympy); can_abstain: some parameters drive a whole
     row's mass below 1e-6 (torch), which a normalised kind can never do."""
     kind = attention.get(name)
-    row = kind.exact(S, 2, SYMPY, _extras(kind))
+    row = kind.exact(S, 2, SYMPY, _extras())
     sums_to_one = sympy.simplify(sum(row) - 1) == 0
     assert sums_to_one == kind.normalised
     scores = torch.full((1, 1, 3, 3), -40.0, dtype=torch.float64)
