@@ -1,4 +1,4 @@
-"""Which torch device a command runs on, and how many CPU threads it uses.
+"""Which torch device a command runs on, and how many CPU threads it uses (one for training).
 
 ``resolve_device("auto")`` picks CUDA when torch sees a GPU and the CPU otherwise; an explicit
 name ("cpu", "cuda", "cuda:1", "mps") is checked, and a name torch does not know, or a device
@@ -45,10 +45,17 @@ def owned_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def use_owned_cores() -> int:
-    """Set torch's intra-op threads to the cores this process owns; returns that number."""
+def use_training_threads() -> int:
+    """One torch thread for training the task's models; returns it.
+
+    The models are tiny (16 x 16 matrices, 16 positions), so every op is overhead-bound: a second
+    intra-op thread gains little on an idle machine and, on a shared 2-core machine under load,
+    made steps 5-40x slower (OpenMP threads spinning for a core; measured with
+    tests/benchmarks/test_bench_train.py::_step_fn, 1 layer 3.5 vs 17.8-204 ms, 4 x 4 x 5 seeds
+    120 vs 1540-1790 ms). Parallelism comes from batching seeds and from one process per run
+    (``empirical.sweep``), not from threads.
+    """
     import torch
 
-    n = owned_cores()
-    torch.set_num_threads(n)
-    return n
+    torch.set_num_threads(1)
+    return 1

@@ -12,6 +12,15 @@ from empirical import bound, model as M
 SLACK = 1e-9  # float64 rounding; the inequality itself is exact
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Small batched solves are overhead-bound (see empirical.device.use_training_threads)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def test_min_norm_distance_on_hulls_with_known_distance():
     # Segment from (1, -1) to (1, 1): distance 1; one point (3, 4): 5; a hull holding the origin: 0;
     # the three unit vectors e1, e2, e3 in R^3: 1/sqrt(3).

@@ -8,7 +8,9 @@ machine's cores.
 Budgets (2 CPU cores): the single-layer runs train 5 seeds to the stop rule (cap 50,000 as in
 SPEC). The multi-layer runs need 7,000-22,000 steps per seed at ~30-90 steps/s here, which does
 not fit the default reproduce budget for 5 seeds, so the default trains the multi-layer runs on
-seed 0 only (SPEC's seed) with a step CAP (``DEFAULT_RUNS``); a capped run that has not met the stop rule is reported as "not converged"
+fewer seeds (2 for 2 x 2, SPEC's seed 0 for 4 x 4) with a step CAP (``DEFAULT_RUNS``; the 4 x 4
+softmax cap of 8,000 is below SPEC's ~22,000 steps: its heads' sink pattern is in place by then,
+but the run is reported as not converged); a capped run that has not met the stop rule is reported as "not converged"
 with its metrics at the cap, never as converged. ``sinks train --layers 4 --heads 4 --seeds 0 1 2 3 4``
 runs the full reference setting. Quick mode trains only the single-layer runs (2 seeds).
 """
@@ -45,10 +47,10 @@ class Run:
 
 # Longest first, so that two workers finish together.
 DEFAULT_RUNS = (
-    Run("softmax", 4, 4, (0,), 10_000),
-    Run("relu", 4, 4, (0,), 8_000),
-    Run("softmax", 2, 2, (0,), 13_000),
-    Run("relu", 2, 2, (0,), 14_000),
+    Run("softmax", 4, 4, (0,), 8_000),
+    Run("relu", 4, 4, (0,), 9_000),
+    Run("softmax", 2, 2, (0, 1), 14_000),
+    Run("relu", 2, 2, (0, 1), 15_000),
     Run("softmax", 1, 1, (0, 1, 2, 3, 4), 50_000),
     Run("relu", 1, 1, (0, 1, 2, 3, 4), 50_000),
 )
@@ -212,7 +214,7 @@ def _claims(summaries: dict, figures: dict) -> list[dict]:
     if one_s:
         claims += [_t1_sink(one_s, figures), _bound_claim(one_s, figures)]
     if one_r:
-        claims.append(_t3_relu(one_r, figures))
+        claims += _t3_relu(one_r, figures)
     for heads in (2, 4):
         s = summaries.get(("softmax", heads, heads))
         if s:
@@ -277,22 +279,32 @@ def _bound_claim(s: dict, figures: dict) -> dict:
     }
 
 
-def _t3_relu(s: dict, figures: dict) -> dict:
+def _t3_relu(s: dict, figures: dict) -> list[dict]:
+    """Two claims: the strong one (every weight of every non-trigger row exactly 0, every seed) and
+    the no-sink one (BOS mass <= 0.002 at non-trigger queries, every seed)."""
     all_conv, note = _converged_note(s)
-    row_max = max(m["layers"][0][0]["row_nontrigger_max"] for m in s["members"])
-    bos = max(m["layers"][0][0]["bos_nontrigger_mean"] for m in s["members"])
-    holds = row_max == 0.0
-    return {
-        "claim": "T3 (observed): a trained single-layer ReLU head puts exactly zero weight on every non-trigger row "
-                 "(no sink)",
-        "verdict": "observed" if holds and all_conv else ("refuted" if all_conv else "unknown"),
-        "evidence": (f"{note} (steps {', '.join(str(m['steps']) for m in s['members'])}); largest total row mass "
-                     f"at a non-trigger query over all seeds and sequences {row_max!r}; BOS mass {bos!r}; "
-                     f"SPEC: 0 exactly after ~700 steps"),
-        "test": f"{TEST}::test_relu_run_puts_exactly_zero_weight_on_non_trigger_rows",
-        "command": _cmd_of(s),
-        "figures": [figures[k] for k in ("maps_1x1",) if k in figures],
-    }
+    heads = [(m["seed"], m["steps"], m["layers"][0][0]) for m in s["members"]]
+    exact = [seed for seed, _, h in heads if h["row_nontrigger_max"] == 0.0]
+    others = "; ".join(f"seed {seed} (stopped at {steps}): max row mass {h['row_nontrigger_max']:.3g}, mean BOS mass "
+                       f"{h['bos_nontrigger_mean']:.3g}" for seed, steps, h in heads if h["row_nontrigger_max"] != 0.0)
+    worst_bos = max(h["bos_nontrigger_mean"] for _, _, h in heads)
+    common = {"test": f"{TEST}::test_relu_run_puts_exactly_zero_weight_on_non_trigger_rows", "command": _cmd_of(s),
+              "figures": [figures[k] for k in ("maps_1x1",) if k in figures]}
+    return [
+        {"claim": "T3 (observed): a trained single-layer ReLU head puts exactly zero weight on every non-trigger row, "
+                  "in every seed",
+         "verdict": ("observed" if len(exact) == len(heads) else "refuted") if all_conv else "unknown",
+         "evidence": (f"{note} (steps {', '.join(str(st) for _, st, _ in heads)}); every weight of every non-trigger "
+                      f"row is exactly 0 in seeds {exact} of {[seed for seed, _, _ in heads]}"
+                      + (f"; not in: {others} (the stop rule fired before those weights reached 0)" if others else "")
+                      + "; SPEC: 0 exactly after ~700 steps (seed 0)"),
+         **common},
+        {"claim": "T3 (observed): a trained single-layer ReLU head forms no sink: BOS mass at non-trigger queries "
+                  "<= 0.002 in every seed",
+         "verdict": ("observed" if worst_bos <= 0.002 else "refuted") if all_conv else "unknown",
+         "evidence": f"{note}; largest mean non-trigger BOS mass over seeds {worst_bos:.3g}",
+         **common},
+    ]
 
 
 def _t2_claim(s: dict, figures: dict) -> dict:
