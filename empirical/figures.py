@@ -72,7 +72,8 @@ def head_grid(summary: dict[str, Any], path: str | Path, member: int = 0, stat: 
     """Every head of a multi-layer run: rows are layers, columns heads."""
     plt = _plt()
     c = summary["config"]
-    fig, axes = plt.subplots(c["layers"], c["heads"], figsize=(2.6 * c["heads"], 2.5 * c["layers"]), squeeze=False)
+    fig, axes = plt.subplots(c["layers"], c["heads"], figsize=(2.6 * c["heads"], 2.9 * c["layers"]), squeeze=False)
+    fig.subplots_adjust(hspace=0.45, wspace=0.35)
     heads = summary["members"][member]["layers"]
     for n in range(c["layers"]):
         for h in range(c["heads"]):
@@ -120,7 +121,7 @@ def error_vs_bos(summaries: Sequence[dict[str, Any]], path: str | Path) -> Path:
         finals = [(m["eval_max_abs_error"], max(1 - m["layers"][0][0]["bos_nontrigger_mean"], 1e-12))
                   for m in summary["members"]]
         ax.loglog(*zip(*finals), "k*", markersize=9)
-    ax.set_xlabel("max-abs error")
+    ax.set_xlabel("max-abs error over all queries (history: training batch; stars: evaluation set)")
     ax.set_ylabel("1 - BOS mass at non-trigger queries (L0H0)")
     ax.set_title("error against sink mass over seeds and training (stars: final evaluation)", fontsize=8)
     ax.legend(fontsize=7)

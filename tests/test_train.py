@@ -184,3 +184,53 @@ def test_cli_train_writes_a_summary_and_rejects_bad_input(tmp_path, capsys):
     assert cli.main(["train", "--device", "warp-drive", "--out", str(tmp_path / "bad.json")]) == 2
     assert not (tmp_path / "bad.json").exists()
     assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["softmax1", "sink_logit", "sigmoid", "gated", "sigmoid_norm"])
+def test_every_registered_kind_trains(kind):
+    from constructions import attention
+
+    if kind not in attention.names():
+        pytest.skip(f"kind {kind} is not registered")
+    cfg = T.TrainConfig(kind=kind, d=5, L=5, eval_trigger=3, seeds=(0, 1), max_steps=3, eval_sequences=8)
+    summary = T.train(cfg, quiet=True)
+    head = summary["members"][1]["layers"][0][0]
+    assert 0 <= head["bos_nontrigger_mean"] and ("bound" in head) == attention.get(kind).normalised
+    json.dumps(summary, allow_nan=False)
+
+
+def test_figures_are_drawn_from_saved_json(trained, tmp_path):
+    from constructions import files
+    from empirical import figures
+
+    saved = {}
+    for kind, summary in trained.items():
+        files.write_json(tmp_path / f"{kind}.json", summary)
+        saved[kind] = files.read_json(tmp_path / f"{kind}.json")
+    paths = [
+        figures.pattern_maps([saved["softmax"], saved["relu"]], tmp_path / "maps.png"),
+        figures.head_grid(saved["softmax"], tmp_path / "grid.png"),
+        figures.sink_vs_step(saved["softmax"], tmp_path / "steps.png"),
+        figures.error_vs_bos([saved["softmax"]], tmp_path / "error.png"),
+    ]
+    for path in paths:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_training_part_turns_runs_into_claims_and_tables(trained):
+    from empirical import reproduce
+    from empirical.parts import training as part
+
+    summaries = {("softmax", 1, 1): trained["softmax"], ("relu", 1, 1): trained["relu"]}
+    output = {"claims": part._claims(summaries, {}),
+              "tables": [part._runs_table(summaries), part._heads_table(summaries)]}
+    claims, tables, _ = reproduce.validate_output(json.loads(json.dumps(output)))
+    verdicts = {c["claim"].split(":")[0] + c["claim"][-20:]: c["verdict"] for c in claims}
+    assert list(verdicts.values()) == ["observed", "verified numerically", "observed", "observed"], verdicts
+    assert len(tables[0]["rows"]) == 2 and len(tables[1]["rows"]) == 2
+    # A run capped before the stop rule is never called converged, and its claim is not "observed".
+    capped = json.loads(json.dumps(trained["relu"]))
+    for m in capped["members"]:
+        m["converged"] = False
+    assert all(c["verdict"] == "unknown" for c in part._t3_relu(capped, {}))
+    assert "not converged" in part._steps_cell(capped)
