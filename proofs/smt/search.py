@@ -204,10 +204,18 @@ class _Search:
             "prediction for violation queries of this kind": self.prediction,
         })
 
-    def run(self, text: str, lemma: str, where: str, expected: str = "unsat", eps_note: str = "") -> Answer:
+    def run(self, text: str, lemma: str, where: str, expected: str = "unsat", eps_note: str = "",
+            seeds: tuple[int, ...] = (0,)) -> Answer:
+        """One query; with several ``seeds`` an unknown is retried with another z3 random seed
+        (each try recorded; the budget is split between the tries)."""
         self.emit(text, lemma, where, expected)
-        ans = self.runner.check(text, self.timeout_s)
-        self.steps.append(Step(lemma, where + eps_note, expected, ans.result, round(ans.seconds, 4), ans.reason))
+        budget = self.timeout_s / len(seeds)
+        for seed in seeds:
+            ans = self.runner.check(text, budget, seed)
+            note = f" (seed {seed})" if len(seeds) > 1 else ""
+            self.steps.append(Step(lemma, where + eps_note + note, expected, ans.result, round(ans.seconds, 4), ans.reason))
+            if ans.result != "unknown":
+                break
         return ans
 
     def run_each(self, base: Script, extras: list[tuple[str, Script]], lemma: str) -> list[Answer]:
@@ -502,8 +510,10 @@ def value_box(s: _Search) -> dict[tuple[int, int], tuple[Fraction | None, Fracti
                     continue
                 side = "<=" if sign > 0 else ">="
                 shown = bound if sign > 0 else -bound
+                # z3's simplex sometimes stalls on these LPs (same query: 1 s or a timeout),
+                # so an unknown is retried with other random seeds
                 ans = s.run(encode.box_bound_check(inst, inst.eps, b, c, sign, bound).text(), "LRA-box",
-                            f"u[{inst.type_label(b)}][{c}] {side} x + {shown}")
+                            f"u[{inst.type_label(b)}][{c}] {side} x + {shown}", seeds=(0, 1, 2, 3))
                 if ans.result == "unsat":
                     lo0, hi0 = box.get((b, c), (None, None))
                     box[(b, c)] = (lo0, bound) if sign > 0 else (-bound, hi0)
