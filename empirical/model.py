@@ -154,6 +154,7 @@ def from_network(net: reference.Network, device: str | torch.device = "cpu",
 def to_network(model: AttentionModel, member: int | None = None) -> reference.Network:
     """The float weights of a torch model (one ensemble member) as a ``reference.Network``."""
     def pick(W: torch.Tensor) -> torch.Tensor:
+        W = W.detach()
         return W if member is None else W[member]
 
     def rows(W: torch.Tensor) -> reference.Matrix:
