@@ -54,13 +54,18 @@ def _serve(inp, out) -> None:  # pragma: no cover - runs in the child
         out.flush()
 
     for line in inp:
-        text, timeout_s, checks, seed = json.loads(line)
+        text, timeout_s, checks, seed, preprocess = json.loads(line)
         if checks == "maximize":
             send(*_maximize(text, timeout_s))
             continue
         # a fresh context per job: z3 answered the same LRA query in 0.6 s in a fresh context and
         # timed out after earlier jobs in a shared one
-        solver = z3.Solver(ctx=z3.Context())
+        ctx = z3.Context()
+        if preprocess:  # equation solving first: closed LPs that stalled z3's simplex take ~1 s
+            tactics = [z3.Tactic(t, ctx=ctx) for t in ("simplify", "propagate-values", "solve-eqs", "smt")]
+            solver = z3.Then(*tactics).solver()
+        else:
+            solver = z3.Solver(ctx=ctx)
         solver.set("timeout", max(1, int(timeout_s * 1000)))
         if seed:
             solver.set("random_seed", seed)
@@ -174,16 +179,17 @@ class Z3Runner:
                 pass
         self._kill()
 
-    def check(self, text: str, timeout_s: float, seed: int = 0) -> Answer:
-        """Solve one SMT-LIB script (declarations and assertions, no check-sat)."""
-        return self.check_each(text, [None], timeout_s, seed)[0]
+    def check(self, text: str, timeout_s: float, seed: int = 0, preprocess: bool = False) -> Answer:
+        """Solve one SMT-LIB script (declarations and assertions, no check-sat); ``preprocess``
+        runs simplify / propagate-values / solve-eqs before the SMT core (for linear queries)."""
+        return self.check_each(text, [None], timeout_s, seed, preprocess)[0]
 
     def maximize(self, text: str, timeout_s: float) -> Answer:
         """LP: the supremum of the constant ``OBJ`` under ``text`` (model {"OBJ": Fraction or
         "oo"}). Used only to *find* bounds; every bound used in a proof is then re-checked by
         an UNSAT query."""
         start = time.perf_counter()
-        self._send((text, timeout_s, "maximize", 0))
+        self._send((text, timeout_s, "maximize", 0, False))
         got = self._recv(timeout_s + self.grace_s + 1.0)
         if got is None:
             self._kill()
@@ -192,12 +198,13 @@ class Z3Runner:
         r, seconds, reason, model = got
         return Answer(r, seconds, reason, _decode(model))
 
-    def check_each(self, base: str, extras: list[str | None], timeout_s: float, seed: int = 0) -> list[Answer]:
+    def check_each(self, base: str, extras: list[str | None], timeout_s: float, seed: int = 0,
+                   preprocess: bool = False) -> list[Answer]:
         """Incremental solving: assert ``base`` once, then check ``base + extra`` for each extra
         (push / pop). Each check has its own budget; after a hard kill the remaining checks are
         answered ``unknown`` with reason ``hard-kill`` (skipped), never guessed."""
         start = time.perf_counter()
-        self._send((base, timeout_s, extras if extras != [None] else None, seed))
+        self._send((base, timeout_s, extras if extras != [None] else None, seed, preprocess))
         answers = []
         for _ in extras:
             # parsing ``base`` (and a fresh worker's start) count against the first budget

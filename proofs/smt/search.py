@@ -205,13 +205,13 @@ class _Search:
         })
 
     def run(self, text: str, lemma: str, where: str, expected: str = "unsat", eps_note: str = "",
-            seeds: tuple[int, ...] = (0,)) -> Answer:
+            seeds: tuple[int, ...] = (0,), preprocess: bool = False) -> Answer:
         """One query; with several ``seeds`` an unknown is retried with another z3 random seed
         (each try recorded; the budget is split between the tries)."""
         self.emit(text, lemma, where, expected)
         budget = self.timeout_s / len(seeds)
         for seed in seeds:
-            ans = self.runner.check(text, budget, seed)
+            ans = self.runner.check(text, budget, seed, preprocess)
             note = f" (seed {seed})" if len(seeds) > 1 else ""
             self.steps.append(Step(lemma, where + eps_note + note, expected, ans.result, round(ans.seconds, 4), ans.reason))
             if ans.result != "unknown":
@@ -510,10 +510,10 @@ def value_box(s: _Search) -> dict[tuple[int, int], tuple[Fraction | None, Fracti
                     continue
                 side = "<=" if sign > 0 else ">="
                 shown = bound if sign > 0 else -bound
-                # z3's simplex sometimes stalls on these LPs (same query: 1 s or a timeout),
-                # so an unknown is retried with other random seeds
+                # z3's simplex sometimes stalls on these LPs (same query: 1 s or a timeout);
+                # equation solving first avoids it, and an unknown is retried with other seeds
                 ans = s.run(encode.box_bound_check(inst, inst.eps, b, c, sign, bound).text(), "LRA-box",
-                            f"u[{inst.type_label(b)}][{c}] {side} x + {shown}", seeds=(0, 1, 2, 3))
+                            f"u[{inst.type_label(b)}][{c}] {side} x + {shown}", seeds=(0, 1), preprocess=True)
                 if ans.result == "unsat":
                     lo0, hi0 = box.get((b, c), (None, None))
                     box[(b, c)] = (lo0, bound) if sign > 0 else (-bound, hi0)
