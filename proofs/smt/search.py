@@ -205,14 +205,14 @@ class _Search:
         })
 
     def run(self, text: str, lemma: str, where: str, expected: str = "unsat", eps_note: str = "",
-            seeds: tuple[int, ...] = (0,), preprocess: bool = False) -> Answer:
-        """One query; with several ``seeds`` an unknown is retried with another z3 random seed
-        (each try recorded; the budget is split between the tries)."""
+            tries: tuple[tuple[int, bool], ...] = ((0, False),), budget: float | None = None) -> Answer:
+        """One query. With several ``tries`` (z3 random seed, preprocess with solve-eqs) an
+        unknown is retried the next way, each try with ``budget`` seconds and recorded."""
         self.emit(text, lemma, where, expected)
-        budget = self.timeout_s / len(seeds)
-        for seed in seeds:
+        budget = self.timeout_s if budget is None else budget
+        for seed, preprocess in tries:
             ans = self.runner.check(text, budget, seed, preprocess)
-            note = f" (seed {seed})" if len(seeds) > 1 else ""
+            note = f" (seed {seed}{', solve-eqs' if preprocess else ''})" if len(tries) > 1 else ""
             self.steps.append(Step(lemma, where + eps_note + note, expected, ans.result, round(ans.seconds, 4), ans.reason))
             if ans.result != "unknown":
                 break
@@ -478,11 +478,14 @@ def _free_pattern_query(s: _Search, cls: PositionClass):
 # ---- the lemma chain ------------------------------------------------------------------------
 
 BOX_DIGITS = 10 ** 4
+BOX_TRIES = ((0, True), (0, False), (1, True), (1, False))  # (seed, solve-eqs first)
+BOX_TRY_S = 8.0  # one closed LP normally answers in ~1 s; a stalled one gets another try
 
 
 def _round_up(x: Fraction) -> Fraction:
-    """A short rational strictly above x (so the closed check of the bound is infeasible)."""
-    return Fraction(math.floor(x * BOX_DIGITS) + 1, BOX_DIGITS)
+    """A short rational at least 1/1000 above x: the closed check of the bound is then clearly
+    infeasible (bounds within 1e-4 of the LP optimum made z3 stall), the box barely looser."""
+    return Fraction(math.floor((x + Fraction(1, 1000)) * BOX_DIGITS) + 1, BOX_DIGITS)
 
 
 def _content_swap(b: int, c: int) -> int:
@@ -513,7 +516,8 @@ def value_box(s: _Search) -> dict[tuple[int, int], tuple[Fraction | None, Fracti
                 # z3's simplex sometimes stalls on these LPs (same query: 1 s or a timeout);
                 # equation solving first avoids it, and an unknown is retried with other seeds
                 ans = s.run(encode.box_bound_check(inst, inst.eps, b, c, sign, bound).text(), "LRA-box",
-                            f"u[{inst.type_label(b)}][{c}] {side} x + {shown}", seeds=(0, 1), preprocess=True)
+                            f"u[{inst.type_label(b)}][{c}] {side} x + {shown}", tries=BOX_TRIES,
+                            budget=min(s.timeout_s, BOX_TRY_S))
                 if ans.result == "unsat":
                     lo0, hi0 = box.get((b, c), (None, None))
                     box[(b, c)] = (lo0, bound) if sign > 0 else (-bound, hi0)
