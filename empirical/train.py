@@ -333,5 +333,12 @@ def _rounded(t) -> list:
 
 def train_job(config: TrainConfig, seeds: tuple[int, ...], device: str) -> dict[str, Any]:
     """The sweep job (``empirical.sweep.Job("empirical.train:train_job", config, seeds)``):
-    train ``config`` on ``seeds`` quietly. Pure: the same job gives the same numbers."""
+    train ``config`` on ``seeds`` quietly. Pure: the same job gives the same numbers.
+
+    Runs on one torch thread whatever the pool gave it: a sweep with one job left hands it all the
+    cores, and two threads made these tiny models several times slower on a loaded machine
+    (``empirical.device.use_training_threads``)."""
+    from empirical.device import use_training_threads
+
+    use_training_threads()
     return train(dataclasses.replace(config, seeds=tuple(seeds)), device=device, quiet=True)

@@ -9,7 +9,7 @@ Budgets (2 CPU cores): the single-layer runs train 5 seeds to the stop rule (cap
 SPEC). The multi-layer runs need 7,000-22,000 steps per seed at ~30-90 steps/s here, which does
 not fit the default reproduce budget for 5 seeds, so the default trains the multi-layer runs on
 fewer seeds (2 for 2 x 2, SPEC's seed 0 for 4 x 4) with a step CAP (``DEFAULT_RUNS``; the 4 x 4
-softmax cap of 8,000 is below SPEC's ~22,000 steps: its heads' sink pattern is in place by then,
+softmax cap of 6,000 is below SPEC's ~22,000 steps: its heads' sink pattern is in place by then,
 but the run is reported as not converged); a capped run that has not met the stop rule is reported as "not converged"
 with its metrics at the cap, never as converged. ``sinks train --layers 4 --heads 4 --seeds 0 1 2 3 4``
 runs the full reference setting. Quick mode trains only the single-layer runs (2 seeds).
@@ -47,7 +47,7 @@ class Run:
 
 # Longest first, so that two workers finish together.
 DEFAULT_RUNS = (
-    Run("softmax", 4, 4, (0,), 8_000),
+    Run("softmax", 4, 4, (0,), 6_000),
     Run("relu", 4, 4, (0,), 9_000),
     Run("softmax", 2, 2, (0, 1), 14_000),
     Run("relu", 2, 2, (0, 1), 15_000),
