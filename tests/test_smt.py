@@ -62,8 +62,8 @@ def test_sink_proved_two_types(length):
     r = search_counterexample(inst, HALF, "chain", timeout_s=20)
     assert r.status == "proof", (r.status, r.reason)
     assert r.steps[0].lemma == "LRA-box" and not any(s.result == "sat" for s in r.steps)
-    assert all(s.result == "unsat" for s in r.steps if s.lemma == "NRA-class")
-    assert sum(s.lemma == "NRA-class" for s in r.steps) == len(violation_classes(inst))
+    # one UNSAT per class (a stalled query may have been retried: its unknown stays on record)
+    assert sum(s.lemma == "NRA-class" and s.result == "unsat" for s in r.steps) == len(violation_classes(inst))
 
 
 def test_emit_smt2_files_have_headers(tmp_path):

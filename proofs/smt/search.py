@@ -552,7 +552,13 @@ def _chain(s: _Search, result: SearchResult, stop_at_first: bool) -> None:
             answers = s.run_each(base, extras, "NRA-class")
         else:
             answers = [s.run(base.text() + e.text(declared=base.decls), "NRA-class", w) for w, e in extras]
-        for cls, ans in zip(targets, answers):
+        for n, (cls, ans) in enumerate(zip(targets, answers)):
+            if ans.result == "unknown":
+                # z3 sometimes stalls on a query it answers in milliseconds on another run
+                # (seen under load): retry it alone with other seeds before saying unknown
+                where, extra = extras[n]
+                ans = s.run(base.text() + extra.text(declared=base.decls), "NRA-class", where,
+                            tries=((1, False), (2, False)), budget=s.timeout_s / 2)
             status, info = _answer_status(s, cls, ans, lambda: _sat_status(s, cls, ans, all_classes,
                                                                            exact_first=True, box=box))
             statuses.append(status)

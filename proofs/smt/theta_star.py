@@ -33,13 +33,15 @@ class ThetaStar:
 
 def theta_star(inst: Instance, method: str = "chain", timeout_s: float = 10.0, g_max: Fraction | None = None,
                iterations: int = 7) -> ThetaStar:
-    """Bisection on g in [0, g_max] (theta = 1 - g eps; g_max defaults to theta = 1/2).
+    """Bisection on g in [0, g_max] (theta = 1 - g eps; g_max defaults to 8, or theta = 1/2
+    when that is lower; if g_max is not proved, theta = 1/2 is tried before giving up).
 
     The proved set of g is upward closed (a smaller theta is easier). g = 0 (theta = 1) is never
     provable for eps > 0: softmax weights are positive, so BOS mass < 1 always."""
     start = time.perf_counter()
     eps = inst.eps
-    g_top = Fraction(1, 2) / eps if g_max is None else Fraction(g_max)
+    half = Fraction(1, 2) / eps
+    g_top = min(Fraction(8), half) if g_max is None else Fraction(g_max)
     log = []
 
     def attempt(g: Fraction) -> str:
@@ -48,6 +50,9 @@ def theta_star(inst: Instance, method: str = "chain", timeout_s: float = 10.0, g
         return r.status
 
     top = attempt(g_top)
+    if top != "proof" and g_max is None and g_top < half:
+        g_top = half
+        top = attempt(g_top)
     if top != "proof":
         return ThetaStar(str(eps), inst.length, inst.k, "none", str(1 - g_top * eps), float("nan"), float(g_top),
                          top == "counterexample", time.perf_counter() - start, log)
