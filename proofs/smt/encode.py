@@ -32,7 +32,7 @@ from fractions import Fraction
 
 from .classes import POST, PRE, TRIG, PositionClass, class_target, enumerate_classes
 from .instance import BOS, Instance
-from .smt2 import ZERO, Script, abs_le, add, and_, le, lt, mul, num, or_, scale, sub
+from .smt2 import ZERO, Script, abs_le, add, le, lt, mul, num, scale, sub
 
 # ---- names ---------------------------------------------------------------------------------
 
@@ -343,16 +343,6 @@ def free_pattern_script(inst: Instance, eps: Fraction, theta: Fraction, at: Posi
         if cls == at:
             script.add(lt(mass[BOS], num(theta)))
     return script
-
-
-def phases(inst: Instance, cls: PositionClass) -> str:
-    return cls.phase(inst)
-
-
-__all__ = [
-    "PRE", "TRIG", "POST", "kept_coords", "pattern_script", "violation", "sink_cap", "reparam_script",
-    "reparam_violation", "box_lp", "box_bound_check", "free_pattern_script", "and_",
-]
 
 
 # ---- the convex-hull (pattern) lemma --------------------------------------------------------

@@ -168,7 +168,7 @@ def run_scores(s, result, stop_at_first: bool) -> None:
     """The search driver for method "scores" (called by ``search.search_counterexample``)."""
     import z3
 
-    from .search import Step, _combine
+    from .search import _combine
 
     inst = s.inst
     s.atoms = None
