@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .classes import POST, PRE, TRIG, PositionClass, class_target, enumerate_classes
+from .classes import PRE, TRIG, PositionClass, class_target, enumerate_classes
 from .instance import BOS, Instance
 from .smt2 import ZERO, Script, abs_le, add, le, lt, mul, num, scale, sub
 

@@ -297,7 +297,7 @@ def _check_method(kind: str, method: str, inst: Instance) -> str | None:
 
 
 def search_counterexample(inst: Instance, theta=None, method: str = "chain", timeout_s: float = 10.0, *,
-                          kind: str = "softmax", emit_smt2=None, sink_cap=None, incremental: bool = True,
+                          kind: str = "softmax", emit_smt2=None, sink_cap=None, incremental: bool = False,
                           stop_at_first: bool = True, at: list[PositionClass] | None = None) -> SearchResult:
     """Search a head of ``kind`` solving ``inst`` within ``inst.eps`` with BOS mass < ``theta`` at
     some covered non-trigger class (``theta=None``: any head, the positive control)."""
@@ -479,7 +479,7 @@ def _free_pattern_query(s: _Search, cls: PositionClass):
 
 BOX_DIGITS = 10 ** 4
 BOX_TRIES = ((0, True), (0, False), (1, True), (1, False))  # (seed, solve-eqs first)
-BOX_TRY_S = 8.0  # one closed LP normally answers in ~1 s; a stalled one gets another try
+BOX_TRY_S = 5.0  # one closed LP normally answers in ~1 s; a stalled one gets another try
 
 
 def _round_up(x: Fraction) -> Fraction:
