@@ -25,12 +25,13 @@ What "prediction held" means (``predict``):
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from constructions import abstaining_heads, attention
-from constructions.errors import BadInput, NotExpressible
+from constructions.errors import BadInput
 
 SINK = 0.9  # BOS mass above which a run counts as sinking
 NO_SINK = 0.01  # BOS mass below which a run counts as not sinking
@@ -123,16 +124,25 @@ def predict(kind: str, variant: str, shape: tuple[int, int] = (1, 1)) -> tuple[s
     return "no sink needed (reported: training may still use BOS)", None
 
 
-def smt_verdict(kind: str) -> str:
-    """Whether z3 can express the kind (the exact form raises NotExpressible if not)."""
-    if kind in ("softmax", "relu"):
-        return "smt part (pattern-level encoding)" if kind == "softmax" else "smt part"
-    ops = attention.ops("z3")
+SMT_INSTANCE = "K=2, length 3, eps=1/100, theta=1/2"
+
+
+def smt_verdict(kind: str, smt_kinds: dict[str, dict]) -> str:
+    """The smt part's verdict for ``kind`` (read from its saved ``smt.json``), in words."""
+    r = smt_kinds.get(kind)
+    if r is None:
+        return "not run (run the smt part: sinks reproduce --only smt)"
+    words = {"proof": "UNSAT: sink needed", "counterexample": "SAT, replayed: no sink needed"}
+    return f"{words.get(r['status'], r['status'])} ({SMT_INSTANCE})"
+
+
+def stored_smt_kinds(results_dir: Path) -> dict[str, dict]:
+    """Per-kind SMT verdicts from the smt part's result file, if it ran in default mode."""
+    path = Path(results_dir) / "smt.json"
     try:
-        attention.get(kind).exact([ops.zero, ops.one], 1, ops, {"sink": ops.zero, "bias": ops.zero, "gate": ops.zero})
-    except NotExpressible as e:
-        return f"not expressible ({e})"
-    return "expressible; not run"
+        return dict(json.loads(path.read_text()).get("kinds", {}))
+    except (FileNotFoundError, json.JSONDecodeError, AttributeError):
+        return {}
 
 
 # ----------------------------------------------------------------------------------------
@@ -254,7 +264,8 @@ def _held(kind: str, variant: str, shape: tuple[int, int], s: dict | None) -> st
     return "yes" if check(s) else "NO"
 
 
-def kind_rows(runs: dict, constructions: dict, kinds: tuple[str, ...] | None = None) -> tuple[list[list[str]], list[dict]]:
+def kind_rows(runs: dict, constructions: dict, kinds: tuple[str, ...] | None = None,
+              smt_kinds: dict[str, dict] | None = None) -> tuple[list[list[str]], list[dict]]:
     rows, claims = [], []
     for kind in kinds or attention.names():
         ref, nob = runs.get((kind, "reference", 1, 1)), runs.get((kind, "no_bos", 1, 1))
@@ -266,7 +277,7 @@ def kind_rows(runs: dict, constructions: dict, kinds: tuple[str, ...] | None = N
         judged = [c for c in checks if c is not None]
         held = "—" if not judged else ("yes" if all(c == "yes" for c in judged) else "NO")
         rows.append([
-            kind, attention.get(kind).prediction, construction_cell(kind, constructions), smt_verdict(kind),
+            kind, attention.get(kind).prediction, construction_cell(kind, constructions), smt_verdict(kind, smt_kinds or {}),
             _sink_cell(ref), "—" if ref is None else f"{ref['row_mass_mean']:.4f}", _run_cell(ref),
             "—" if nob is None else f"{_run_cell(nob)}; pos-0 mass {nob['sink_mean']:.3f}",
             "—" if multi is None else f"{_sink_cell(multi)}; {_run_cell(multi)}", held,
@@ -330,7 +341,7 @@ def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
     constructions = construction_results(quick)
     figure = tradeoff_figure(results_dir, constructions)
     runs = train_all(results_dir, plans(quick), device)
-    k_rows, k_claims = kind_rows(runs, constructions)
+    k_rows, k_claims = kind_rows(runs, constructions, smt_kinds=stored_smt_kinds(results_dir))
     v_rows, v_claims = variant_rows(runs)
     claims = []
     for name, c in constructions.items():
