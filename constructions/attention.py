@@ -202,12 +202,18 @@ def _relu_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, An
     return [exact_div(ops.relu(s), relu_divisor(i)) for s in scores]
 
 
-def _relu_torch(scores, mask, extras):
+def _position_divisor_torch(scores):
+    """max(i, 1) per query row, shaped [L, 1] to broadcast over scores [..., L, L]."""
     import torch
 
     L = scores.shape[-1]
-    divisor = torch.arange(L, device=scores.device, dtype=scores.dtype).clamp(min=1).unsqueeze(-1)  # [L, 1]
-    return torch.relu(scores) * mask / divisor
+    return torch.arange(L, device=scores.device, dtype=scores.dtype).clamp(min=1).unsqueeze(-1)
+
+
+def _relu_torch(scores, mask, extras):
+    import torch
+
+    return torch.relu(scores) * mask / _position_divisor_torch(scores)
 
 
 register(AttentionKind(
@@ -304,9 +310,7 @@ def _sigmoid_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str,
 def _sigmoid_torch(scores, mask, extras):
     import torch
 
-    L = scores.shape[-1]
-    divisor = torch.arange(L, device=scores.device, dtype=scores.dtype).clamp(min=1).unsqueeze(-1)  # [L, 1]
-    return torch.sigmoid(scores + extras["bias"]) * mask / divisor
+    return torch.sigmoid(scores + extras["bias"]) * mask / _position_divisor_torch(scores)
 
 
 register(AttentionKind(

@@ -12,13 +12,6 @@ from empirical.cli import main
 from empirical.parts import beyond as part
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models train ~4x faster on one thread than on two when the cores are shared."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _summary(run, seeds=(0,)):

@@ -12,13 +12,6 @@ from empirical import bound, model as M
 SLACK = 1e-9  # float64 rounding; the inequality itself is exact
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small batched solves are overhead-bound (see empirical.device.use_training_threads)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_min_norm_distance_on_hulls_with_known_distance():

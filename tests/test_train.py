@@ -12,13 +12,6 @@ from empirical import device as D
 from empirical import train as T
 from empirical.model import AttentionModel
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Training runs on one thread (empirical.device.use_training_threads explains why)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # Small and quick: d = 6, L = 6, a larger learning rate; converges in a few hundred steps.

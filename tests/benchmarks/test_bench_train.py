@@ -11,13 +11,6 @@ from empirical import bound
 from empirical import train as T
 from empirical.model import AttentionModel, from_network
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Training runs on one thread (empirical.device.use_training_threads explains why)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 FIXED_STEPS = dict(tol=1e-12, eval_sequences=10, log_every=10_000)  # never stops early; tiny evaluation
