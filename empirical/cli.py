@@ -13,7 +13,7 @@ import sys
 
 from constructions.errors import BadInput
 
-COMMANDS = ("task", "reproduce", "report", "sweep", "prove", "construct", "beyond", "train", "search")
+COMMANDS = ("reproduce", "prove", "construct", "search", "train", "beyond", "sweep", "report", "task")
 
 
 def build_parser() -> argparse.ArgumentParser:
