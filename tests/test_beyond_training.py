@@ -69,6 +69,18 @@ def test_table_reports_a_failing_prediction_as_failing():
     assert [r[-1] for r in v_rows] == ["NO"] and v_claims[0]["verdict"] == "refuted"
 
 
+def test_a_kind_judged_only_by_its_construction_is_not_called_observed():
+    curve = [{"gap": 16.0, "max_error": 1e-6, "max_bos_mass": 1e-7}]
+    good = {"softmax1": {"verified": True, "limit_L": 5, "curve": curve}}
+    _, claims = part.kind_rows({}, good, kinds=("softmax1",))
+    assert [c["verdict"] for c in claims] == ["verified exactly"]  # no training ran for it
+    _, claims = part.kind_rows({("softmax1", "no_bos", 1, 1): _fake(0.0, 2)}, good, kinds=("softmax1",))
+    assert [c["verdict"] for c in claims] == ["observed"]
+    bad = {"softmax1": {"verified": False, "limit_L": 5, "curve": curve}}
+    _, claims = part.kind_rows({}, bad, kinds=("softmax1",))
+    assert [c["verdict"] for c in claims] == ["refuted"]
+
+
 def test_relu_and_sigmoid_are_predicted_not_to_solve_no_bos_exactly():
     text, check = part.predict("relu", "no_bos")
     assert "divisor" in text
