@@ -28,7 +28,7 @@ from typing import Any
 
 from constructions import attention, task
 from constructions.errors import BadInput
-from empirical.train import TrainConfig, train
+from empirical.train import TrainConfig, train_job
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "reference": {},
@@ -115,8 +115,9 @@ HEAD_METRICS = ("bos_nontrigger_mean", "bos_nontrigger_min", "bos_pre_trigger_me
 
 
 def train_run(run: BeyondRun, seeds: tuple[int, ...], device: str = "cpu") -> dict[str, Any]:
-    """Sweep job: train ``run`` over ``seeds``; the compact per-seed result (no patterns)."""
-    summary = train(run.train_config(seeds), device, quiet=True)
+    """Sweep job: train ``run`` over ``seeds`` (through ``train_job``, so on one torch thread like
+    every training job); the compact per-seed result (no patterns)."""
+    summary = train_job(run.train_config(seeds), seeds, device)
     members = [{
         "seed": m["seed"], "converged": m["converged"], "steps": m["steps"],
         "eval_max_abs_error": m["eval_max_abs_error"], "eval_mse": m["eval_mse"],

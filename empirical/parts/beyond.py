@@ -226,17 +226,10 @@ def train_all(results_dir: Path, plan_list: list[Plan], device: str) -> dict[tup
     from empirical import beyond
     from empirical.sweep import run_sweep
 
-    import torch
-
     jobs = [job for plan in plan_list for job in plan.jobs()]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # these models are tiny: one thread is ~4x faster than two on shared cores
-    try:
-        # one job per owned core (each on one thread); finished runs are kept and reused
-        backend = "serial" if device != "cpu" or len(jobs) == 1 else "process"
-        outcome = run_sweep(jobs, Path(results_dir) / "runs" / "beyond", backend=backend, device=device)
-    finally:
-        torch.set_num_threads(threads)
+    # one job per owned core (each job sets one torch thread itself); finished runs are reused
+    backend = "serial" if device != "cpu" or len(jobs) == 1 else "process"
+    outcome = run_sweep(jobs, Path(results_dir) / "runs" / "beyond", backend=backend, device=device)
     if outcome.failed:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
     out = {}

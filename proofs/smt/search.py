@@ -248,13 +248,20 @@ class _Search:
             return "candidate", rep, f"replayed BOS mass {bos} >= theta at {cls.label(self.inst)}"
         return "counterexample", rep, f"replayed on every sequence; BOS mass at {cls.label(self.inst)} is {float(bos):.6g}"
 
+    def _solve_with_margin(self, script, step: str, cls: PositionClass | None, classes: list[PositionClass],
+                           extra: Script, base_eps: Fraction):
+        """Solve ``script`` at a tighter tolerance (MARGIN * eps for one class, eps/2 for all) so
+        that the model replays within eps; returns (answer, tolerance used)."""
+        half = base_eps * (MARGIN if cls is not None else Fraction(1, 2))
+        text = script(self.inst, half, classes, slot=self.slot).extended(extra).text()
+        ans = self.run(text, step, cls.label(self.inst) if cls else "all classes", "sat", f" (eps'={half})")
+        return ans, half
+
     def confirm_pattern(self, cls: PositionClass | None, classes: list[PositionClass], extra: Script,
                         base_eps: Fraction) -> tuple[str, Replay | None, str, LayerModel | None]:
         """Re-solve the exact encoding with a margin (MARGIN * eps, or eps/2) and replay it at eps."""
         inst = self.inst
-        half = base_eps * (MARGIN if cls is not None else Fraction(1, 2))
-        text = encode.pattern_script(inst, half, classes, slot=self.slot).extended(extra).text()
-        ans = self.run(text, "pattern-resolve", cls.label(inst) if cls else "all classes", "sat", f" (eps'={half})")
+        ans, half = self._solve_with_margin(encode.pattern_script, "pattern-resolve", cls, classes, extra, base_eps)
         if ans.result != "sat":
             return "candidate", None, f"sat at eps, {ans.result} at eps'={half} ({ans.reason})", None
         model = pattern_model(inst, ans.model, self.kind)
@@ -266,9 +273,8 @@ class _Search:
         """Values fixed to the ideal images make the query linear (a restriction: a SAT is a
         real head); solved with a margin and replayed at eps."""
         inst = self.inst
-        half = base_eps * (MARGIN if cls is not None else Fraction(1, 2))
-        text = encode.ideal_values_script(inst, half, classes, slot=self.slot).extended(extra).text()
-        ans = self.run(text, "ideal-values-solve", cls.label(inst) if cls else "all classes", "sat", f" (eps'={half})")
+        ans, half = self._solve_with_margin(encode.ideal_values_script, "ideal-values-solve", cls, classes, extra,
+                                            base_eps)
         if ans.result != "sat":
             return "candidate", None, f"ideal-values restriction {ans.result} at eps'={half}", None
         weights = {(q, b): ans.model[encode.e_name(q, b)] for q in inst.query_types for b in inst.types
