@@ -29,11 +29,19 @@ def _plt():
     return plt
 
 
-def _save(fig, path: str | Path) -> Path:
+def png_bytes(fig) -> bytes:
+    """Render ``fig`` to PNG bytes in memory and close it (so a caller can write several
+    files only once every figure has rendered)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     _plt().close(fig)
-    return write_atomic(path, lambda f: f.write(buf.getvalue()), mode="wb")
+    return buf.getvalue()
+
+
+def save_png(fig, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG atomically: a reader never sees a half-written figure."""
+    data = png_bytes(fig)
+    return write_atomic(path, lambda f: f.write(data), mode="wb")
 
 
 def _title(summary: dict[str, Any]) -> str:
@@ -65,7 +73,7 @@ def pattern_maps(summaries: Sequence[dict[str, Any]], path: str | Path, member: 
             im = _imshow(axes[row][col], matrix, title)
             bar = fig.colorbar(im, ax=axes[row][col], fraction=0.046)
             bar.ax.tick_params(labelsize=6)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def head_grid(summary: dict[str, Any], path: str | Path, member: int = 0, stat: str = "mean") -> Path:
@@ -81,7 +89,7 @@ def head_grid(summary: dict[str, Any], path: str | Path, member: int = 0, stat: 
             _imshow(axes[n][h], summary["patterns"][stat][member][n][h], f"L{n}H{h} BOS {mass:.3f}", vmax=1)
     fig.suptitle(f"{_title(summary)} seed {summary['members'][member]['seed']}: {stat} pattern "
                  f"(trigger {summary['eval']['trigger']})", fontsize=9)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def sink_vs_step(summary: dict[str, Any], path: str | Path) -> Path:
@@ -103,7 +111,7 @@ def sink_vs_step(summary: dict[str, Any], path: str | Path) -> Path:
     bottom.set_ylabel("batch MSE")
     bottom.set_xlabel("training step")
     fig.suptitle(f"{_title(summary)}: sink mass and certified bound (negative bounds drawn at 0)", fontsize=9)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def error_vs_bos(summaries: Sequence[dict[str, Any]], path: str | Path) -> Path:
@@ -125,4 +133,4 @@ def error_vs_bos(summaries: Sequence[dict[str, Any]], path: str | Path) -> Path:
     ax.set_ylabel("1 - BOS mass at non-trigger queries (L0H0)")
     ax.set_title("error against sink mass over seeds and training (stars: final evaluation)", fontsize=8)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_png(fig, path)

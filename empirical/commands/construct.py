@@ -161,14 +161,9 @@ def table(net, title: str, X, j, patterns, error) -> str:
 
 
 def _png(fig) -> bytes:
-    import io
+    from empirical.figures import png_bytes
 
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return buffer.getvalue()
+    return png_bytes(fig)
 
 
 def _panel(ax, M, title, row_names, col_names) -> None:

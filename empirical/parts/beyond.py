@@ -195,6 +195,7 @@ def tradeoff_figure(results_dir: Path, constructions: dict[str, dict]) -> str | 
     except ImportError:  # pragma: no cover
         return None
     from constructions import softmax_head
+    from empirical.figures import save_png
 
     fig, (ax_err, ax_bos) = plt.subplots(1, 2, figsize=(10, 4))
     for name, c in constructions.items():
@@ -211,8 +212,7 @@ def tradeoff_figure(results_dir: Path, constructions: dict[str, dict]) -> str | 
     ax_bos.legend(fontsize=8)
     fig.tight_layout()
     name = "beyond_tradeoff.png"
-    fig.savefig(Path(results_dir) / name, dpi=110)
-    plt.close(fig)
+    save_png(fig, Path(results_dir) / name)
     return name
 
 
