@@ -12,6 +12,9 @@ three flags b (BOS), t (trigger), c (content); nb = t + c is "not BOS". With gap
     gated       softmax scores as for softmax1, gate w_g = g (t - c - b): the gate is
                 sigmoid(g) at the trigger and sigmoid(-g) elsewhere.
     sigmoid     s_ik = g t_i nb_k, bias -g/2: weights sigmoid(+-g/2) / max(i, 1).
+    softpick    s_ik = g t_i nb_k: every score off the trigger (and BOS's at it) is 0, and
+                ReLU(e^0 - 1) = 0, so those rows are EXACTLY zero at any g; the trigger row is
+                (e^g - 1)/(j (e^g - 1) + eps) on keys 1..j.
 
 In each, as g -> oo every attention weight tends to its target weight (1/j on keys 1..j at the
 trigger j, 0 everywhere else, BOS included), so the error vanishes with the BOS mass tending to
@@ -25,7 +28,7 @@ Verification (``verify``), for a length L and all trigger positions j:
   at query i, coordinate c, is sum_k (a_ik - w_ik) x_kc; over every input with content in
   [-1, 1] its worst case is exactly max(a_i0, sum_{k>=1} |a_ik - w_ik|) (BOS flag coordinate,
   resp. a content coordinate with x_kc = sign(a_ik - w_ik); the flag coordinates are dominated).
-- Exact: with the gap g = log E for a positive symbol E, sympy turns every weight into an
+- Exact: with the gap g = log E (softpick: log(1 + E)) for a positive symbol E, sympy turns every weight into an
   algebraic function of E; ``sympy.limit`` shows each tends to its target weight as E -> oo.
 - Certified: for numeric gaps, the same pattern in interval arithmetic (mpmath.iv) gives a
   rigorous upper bound on the worst-case error and on the BOS mass: the trade-off curve.
@@ -113,11 +116,21 @@ def build_sigmoid(d: int, gap: Any) -> reference.Network:
     return _head("sigmoid", d, zero, one, {(0, t): g}, {(0, t): one, (0, c): one}, {"bias": -g / 2})
 
 
+def build_softpick(d: int, gap: Any) -> reference.Network:
+    _check_d(d)
+    zero, one, g = _numbers(gap)
+    t, c = task.TRIGGER_FLAG, task.content_flag(d)
+    return _head("softpick", d, zero, one, {(0, t): g}, {(0, t): one, (0, c): one})
+
+
 @dataclass(frozen=True)
 class Construction:
     name: str  # the attention kind it is for
     build: Callable[[int, Any], reference.Network]
     summary: str
+    # The exact check takes gap = log(E) (or log(1 + E): softpick's weights are Max(0, e^g - 1),
+    # whose sign sympy knows only when e^g - 1 = E is a positive symbol); either -> oo with E.
+    gap_plus_one: bool = False
 
 
 CONSTRUCTIONS = {
@@ -126,6 +139,8 @@ CONSTRUCTIONS = {
         Construction("sink_logit", build_sink_logit, "non-trigger mass parked in the extra slot (logit g)"),
         Construction("gated", build_gated, "gate sigmoid(-g) closes every non-trigger row"),
         Construction("sigmoid", build_sigmoid, "bias -g/2: every non-trigger weight sigmoid(-g/2)/max(i,1)"),
+        Construction("softpick", build_softpick, "non-trigger scores 0: ReLU(e^0 - 1) = 0, rows exactly zero",
+                     gap_plus_one=True),
     )
 }
 
@@ -197,7 +212,9 @@ def verify_limit(name: str, L: int, d: int = 4) -> LimitCheck:
     import sympy
 
     E = sympy.Symbol("E", positive=True)
-    return check_limit(get(name).build(d, sympy.log(E)), E, L, name)
+    construction = get(name)
+    gap = sympy.log(1 + E) if construction.gap_plus_one else sympy.log(E)
+    return check_limit(construction.build(d, gap), E, L, name)
 
 
 def check_limit(net: reference.Network, E: Any, L: int, name: str = "") -> LimitCheck:
@@ -232,7 +249,7 @@ def certified_point(name: str, gap: float, L: int, d: int = 4) -> CurvePoint:
     from mpmath import iv
 
     ops = attention.Ops("interval", iv.mpf(0), iv.mpf(1), exp=iv.exp,
-                        relu=lambda x: _not_needed("relu"), sigmoid=lambda x: 1 / (1 + iv.exp(-x)))
+                        relu=_interval_relu, sigmoid=lambda x: 1 / (1 + iv.exp(-x)))
     net = get(name).build(d, iv.mpf(gap))
     err = bos = row = 0.0
     for j in range(2, L):
@@ -246,8 +263,12 @@ def certified_point(name: str, gap: float, L: int, d: int = 4) -> CurvePoint:
     return CurvePoint(gap, err, bos, row)
 
 
-def _not_needed(op: str):
-    raise AssertionError(f"{op} is not used by the abstaining heads")
+def _interval_relu(x: Any) -> Any:
+    """max(x, 0) of an interval (softpick): the image of [a, b] is [max(a, 0), max(b, 0)]."""
+    from mpmath import iv
+
+    x = iv.mpf(x)
+    return iv.mpf([max(x.a, 0), max(x.b, 0)])
 
 
 def trade_off(name: str, gaps: tuple[float, ...], L: int) -> list[CurvePoint]:

@@ -374,3 +374,43 @@ register(AttentionKind(
     can_abstain=False,
     prediction="sink needed: rows sum to one like softmax, so 'output nothing' must park mass on BOS",
 ))
+
+
+# ---- softpick (Zuhri et al. 2025, arXiv:2504.20966) -------------------------------------
+# a_ik = ReLU(e^s_ik - 1) / (sum_k |e^s_ik - 1| + eps), the paper's formula with eps outside
+# any shift. (The authors' code adds eps after shifting by the row max m, i.e. an effective
+# eps e^m; the two differ only on rows that are (almost) all zero.) Not shift-invariant: a
+# score <= 0 gives weight exactly 0, so a row whose scores are all <= 0 is all zero.
+
+SOFTPICK_EPS = (1, 10 ** 8)  # eps = 1e-8, the reference implementation's default, as a ratio
+
+
+def _softpick_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, Any]) -> list[Any]:
+    shifted = [ops.exp(s) - ops.one for s in scores]
+    z = _row_total([ops.relu(v) + ops.relu(-v) for v in shifted])  # sum |e^s - 1|, via relu
+    eps = ops.one * SOFTPICK_EPS[0] / SOFTPICK_EPS[1]
+    return [ops.relu(v) / (z + eps) for v in shifted]
+
+
+def _softpick_torch(scores, mask, extras):
+    import torch
+
+    # Multiply numerator and denominator by e^-m, m = max(0, largest visible score), so nothing
+    # overflows; e^s - 1 is formed as e^(s+ - m)(1 - e^-s+) + e^-m (e^s- - 1) with s+ = max(s, 0),
+    # s- = min(s, 0) (each term exact to rounding via expm1, and 0 on the other side of 0).
+    s = scores.masked_fill(~mask, 0.0)  # hidden keys: score 0 gives e^0 - 1 = 0, no weight
+    m = s.amax(dim=-1, keepdim=True).clamp(min=0)
+    pos, neg = s.clamp(min=0), s.clamp(max=0)
+    diff = torch.exp(pos - m) * -torch.expm1(-pos) + torch.exp(-m) * torch.expm1(neg)  # e^-m (e^s - 1)
+    eps = SOFTPICK_EPS[0] / SOFTPICK_EPS[1]
+    return torch.relu(diff) / (diff.abs().sum(dim=-1, keepdim=True) + eps * torch.exp(-m))
+
+
+register(AttentionKind(
+    name="softpick",
+    exact=_softpick_exact,
+    torch=_softpick_torch,
+    normalised=False,
+    can_abstain=True,
+    prediction="no sink needed: every score <= 0 gives weight exactly 0, so a row can be all zero",
+))

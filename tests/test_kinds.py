@@ -2,6 +2,8 @@
 forms against the exact ones at extreme scores, and the registry's normalised / can_abstain flags
 against what the rows actually do."""
 
+import itertools
+
 import mpmath
 import pytest
 import sympy
@@ -10,7 +12,7 @@ import torch
 from constructions import attention
 from constructions.errors import NotExpressible
 
-NEW = ("softmax1", "sink_logit", "sigmoid", "gated", "sigmoid_norm")
+NEW = ("softmax1", "sink_logit", "sigmoid", "gated", "sigmoid_norm", "softpick")
 s0, s1, s2, b, g = sympy.symbols("s0 s1 s2 b g", real=True)
 S = [s0, s1, s2]
 SYMPY = attention.ops("sympy")
@@ -30,6 +32,8 @@ def _definition(name, scores, i):
         "sigmoid": [1 / (1 + sympy.exp(-(s + b))) / max(i, 1) for s in scores],
         "gated": [v / sum(e) / (1 + sympy.exp(-g)) for v in e],
         "sigmoid_norm": [v / sum(sig) for v in sig],
+        # arXiv:2504.20966, eq. 1, with eps = 1e-8
+        "softpick": [sympy.Max(0, v - 1) / (sum(sympy.Abs(w - 1) for w in e) + sympy.Rational(1, 10 ** 8)) for v in e],
     }[name]
 
 
@@ -41,7 +45,20 @@ def test_exact_form_equals_definition_in_sympy(name):
         want = _definition(name, S[:i + 1], i)
         assert len(got) == i + 1
         for a, w in zip(got, want):
-            assert sympy.simplify(a - w) == 0, (name, i, a, w)
+            assert _same(a - w, i), (name, i, a, w)
+
+
+def _same(diff, i) -> bool:
+    """diff == 0 identically. A Max / Abs of e^s - 1 (softpick) does not simplify for a free real
+    s, so each sign pattern is taken apart: s_k = +-log(1 + t_k) with t_k > 0 fixes every sign."""
+    if not diff.has(sympy.Max, sympy.Abs):
+        return sympy.simplify(diff) == 0
+    t = sympy.symbols(f"t0:{i + 1}", positive=True)
+    for signs in itertools.product((1, -1), repeat=i + 1):
+        case = diff.subs({S[k]: signs[k] * sympy.log(1 + t[k]) for k in range(i + 1)})
+        if sympy.simplify(case) != 0:
+            return False
+    return True
 
 
 @pytest.mark.parametrize("name", NEW)
@@ -102,6 +119,21 @@ def test_softmax1_is_sink_logit_at_zero_and_gated_is_softmax_times_gate():
         sm = attention.get("softmax").exact(S[:i + 1], i, SYMPY, {})
         gt = attention.get("gated").exact(S[:i + 1], i, SYMPY, {"gate": g})
         assert all(sympy.simplify(x / y - 1 / (1 + sympy.exp(-g))) == 0 for x, y in zip(gt, sm))
+
+
+def test_softpick_rows_are_exactly_zero_when_every_score_is_at_most_zero():
+    """The abstention softpick's prediction rests on: weights exactly 0 (not just small), in both
+    forms, and one positive score takes (e^s - 1)/(e^s - 1 + eps) of the row, the rest 0."""
+    kind = attention.get("softpick")
+    frac_like = attention.ops("mpmath")
+    row = kind.exact([mpmath.mpf(0), mpmath.mpf(-3), mpmath.mpf(-0.5)], 2, frac_like, {})
+    assert all(a == 0 for a in row)
+    scores = torch.tensor([[[[0.0, 0, 0], [-1.0, -2.0, 0], [-5.0, 0.0, -0.1]]]], dtype=torch.float64)
+    out = kind.torch(scores, torch.ones(3, 3, dtype=torch.bool).tril(), {})
+    assert torch.equal(out, torch.zeros_like(out))
+    t = sympy.Symbol("t", positive=True)  # score log(1 + t) > 0, so e^s - 1 = t
+    one = kind.exact([sympy.Integer(0), sympy.log(1 + t)], 1, SYMPY, {})
+    assert one[0] == 0 and sympy.simplify(one[1] - t / (t + sympy.Rational(1, 10 ** 8))) == 0
 
 
 def test_new_kinds_are_registered_and_selectable_by_name():
