@@ -13,7 +13,8 @@ that must agree (a test holds them equal):
 ``params`` lists extra per-head parameters a kind needs beyond W_Q, W_K, W_V, W_O:
 a ``"scalar"`` (one number per head, e.g. a sink logit) or a ``"vector"`` (a d-vector w per
 head; the kind receives the query's projection ``w . x_i``, e.g. a gate). Adding a kind is one
-``register(AttentionKind(...))`` call.
+``register(AttentionKind(...))`` call; a kind from another package is found by ``get`` through
+an entry point or an import path (``constructions.plugins``).
 """
 
 from __future__ import annotations
@@ -155,15 +156,41 @@ def register(kind: AttentionKind) -> AttentionKind:
 
 
 def get(name: str) -> AttentionKind:
-    """The kind called ``name``; an unknown name is bad input listing the valid ones."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise BadInput(f"unknown attention kind {name!r}; valid: {', '.join(names())}") from None
+    """The kind called ``name``: every command's one lookup. A registered name, else a plug-in
+    (an entry point of the group ``sinks.kinds``, or an import path ``package.module:NAME``),
+    loaded once, checked (exact and torch forms must agree, ``constructions.plugins``) and
+    registered under that name. An unknown name is bad input listing the valid ones."""
+    kind = _REGISTRY.get(name) if isinstance(name, str) else None
+    if kind is None and isinstance(name, str):
+        kind = _load_plugin(name)
+    if kind is None:
+        raise BadInput(f"unknown attention kind {name!r}; valid: {', '.join(names())} "
+                       f"(or a plug-in: package.module:NAME)")
+    return kind
+
+
+def _load_plugin(name: str) -> AttentionKind | None:
+    from dataclasses import replace
+
+    from . import plugins
+
+    found = plugins.load_object(name)
+    if found is None:
+        return None
+    if not isinstance(found, AttentionKind):
+        raise BadInput(f"attention kind {name!r} is a {type(found).__name__}, not a constructions.attention.AttentionKind")
+    kind = replace(found, name=name)  # the name it was found by: what records store and workers resolve
+    plugins.refuse_if_forms_disagree(name, kind, ops("float"))
+    _REGISTRY[name] = kind
+    return kind
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    """Registered kinds (built-in first), then installed plug-ins not loaded yet. An entry point
+    named like a built-in kind is shadowed by it."""
+    from . import plugins
+
+    return tuple(_REGISTRY) + tuple(n for n in plugins.entry_point_names() if n not in _REGISTRY)
 
 
 def relu_divisor(i: int) -> int:

@@ -181,6 +181,8 @@ def construction_cell(kind: str, constructions: dict[str, dict]) -> str:
         return "sufficiency family with a BOS sink (constructions part)"
     if kind == "relu":
         return "exact ReLU head, no sink (constructions part)"
+    if attention.get(kind).can_abstain:
+        return "none registered (the kind can abstain; no sink-free head checked)"
     return "none: normalised, predicted to need a sink"
 
 
