@@ -150,6 +150,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     """Train every seed of ``config`` together; return the JSON-able summary."""
     import torch
 
+    from empirical import weights
     from empirical.model import AttentionModel
 
     S = len(config.seeds)
@@ -209,6 +210,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
             "final_batch_max_abs_error": final_batch_err[s],
         })
     summary["history"] = history
+    summary["weights"] = weights.record(model)  # for post-hoc analyses (empirical.ablation, lens)
     summary["timing"] = {"seconds": seconds, "history_seconds": logging_seconds, "ensemble_steps": steps_run,
                          "steps_per_second": steps_run / seconds if seconds > 0 else None,
                          "threads": torch.get_num_threads()}
