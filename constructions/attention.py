@@ -414,9 +414,11 @@ SOFTPICK_EPS = (1, 10 ** 8)  # eps = 1e-8, the reference implementation's defaul
 
 def _softpick_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, Any]) -> list[Any]:
     shifted = [ops.exp(s) - ops.one for s in scores]
-    z = _row_total([ops.relu(v) + ops.relu(-v) for v in shifted])  # sum |e^s - 1|, via relu
+    rectified = [ops.relu(v) for v in shifted]
+    # |v| = 2 ReLU(v) - v: one case split per key for z3, not two
+    z = _row_total([2 * r - v for r, v in zip(rectified, shifted)])
     eps = ops.one * SOFTPICK_EPS[0] / SOFTPICK_EPS[1]
-    return [ops.relu(v) / (z + eps) for v in shifted]
+    return [r / (z + eps) for r in rectified]
 
 
 def _softpick_torch(scores, mask, extras):

@@ -1,0 +1,137 @@
+"""Functional sinks: does the trained model rely on a head's attention to BOS?
+
+Attention to BOS is not reliance on BOS. For each head of a trained model (every ensemble member
+at once) two ablations are run on the training evaluation set, through the staged forward
+(``empirical.staged``; nothing about the model is re-implemented):
+
+- ``removed``: at every query i >= 1 the head's weight on BOS is set to 0 and the row is
+  renormalised over the other keys so that it keeps its total mass sum_k a_ik (for softmax: the
+  softmax over keys 1..i, i.e. BOS taken out of the softmax). Query 0 sees only BOS and has no
+  other key to renormalise over; it is left alone.
+- ``value_zeroed``: BOS's value vector in that head is set to 0 (the head still puts its
+  weight on BOS, but what it reads there is nothing). A sink that only parks mass on a
+  near-zero value survives this; one that reads a useful vector from BOS does not.
+
+A head's sink is **functional** under an ablation when the evaluation max-abs error rises by
+more than ``FUNCTIONAL_INCREASE`` over the error with the head intact. The threshold is ten
+times the stop rule's tolerance (5e-3): the model was trained to 5e-3, so an increase of 0.05
+means the ablated model plainly no longer solves the task, while the error's seed-to-seed
+spread at the stop rule is below 5e-3. It is pinned by ``tests/test_ablation.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+FUNCTIONAL_INCREASE = 0.05  # 10 x the stop tolerance; see the module docstring
+ABLATIONS = ("removed", "value_zeroed")
+
+
+def remove_bos(pattern: torch.Tensor, head: int) -> torch.Tensor:
+    """``pattern`` [*E, B, H, L, L] with head ``head``'s BOS weight zeroed at queries >= 1 and
+    each such row rescaled to keep its total (a row whose other keys carry nothing stays 0)."""
+    a = pattern[..., head, 1:, :]  # [*E, B, L-1, L]: queries 1..L-1
+    total = a.sum(dim=-1, keepdim=True)
+    rest = total - a[..., :1]
+    scale = torch.where(rest > 0, total / rest.where(rest > 0, torch.ones_like(rest)), torch.zeros_like(rest))
+    out = pattern.clone()
+    out[..., head, 1:, 1:] = a[..., 1:] * scale
+    out[..., head, 1:, 0] = 0
+    return out
+
+
+def zero_bos_value(v: torch.Tensor, head: int) -> torch.Tensor:
+    """``v`` [*E, B, L, H, d] with BOS's (position 0) value in head ``head`` set to 0."""
+    out = v.clone()
+    out[..., 0, head, :] = 0
+    return out
+
+
+def _hook_for(ablation: str, layer: int, head: int):
+    stage, change = {"removed": ("attn.hook_pattern", remove_bos),
+                     "value_zeroed": ("attn.hook_v", zero_bos_value)}[ablation]
+    target = f"blocks.{layer}.{stage}"
+    return lambda name, t: change(t, head) if name == target else t
+
+
+def _member_errors(out: torch.Tensor, y: torch.Tensor) -> tuple[list[float], list[float]]:
+    """Per member (leading dimension; none for a plain model): max-abs error and MSE."""
+    err = out - y
+    if err.dim() == y.dim():
+        err = err.unsqueeze(0)
+    flat = err.flatten(1)
+    return flat.abs().amax(dim=1).tolist(), flat.pow(2).mean(dim=1).tolist()
+
+
+@torch.no_grad()
+def head_ablations(model, x: torch.Tensor, y: torch.Tensor, trigger: torch.Tensor) -> dict[str, Any]:
+    """Every head under both ablations. Returns {"kept": {"max_abs": [S], "mse": [S]},
+    "heads": [layer][head] {"bos_mass": [S], "<ablation>": {"max_abs": [S], "mse": [S]}}} with
+    one entry per ensemble member (S = 1 for a plain model)."""
+    from empirical import metrics, staged
+
+    model = model.eval()
+    masses = []
+
+    def keep_patterns(name, t):
+        if name.endswith("attn.hook_pattern"):
+            masses.append(metrics.bos_mass(t, trigger)["nontrigger_mean"])  # [*E, H]
+        return t
+
+    kept_max, kept_mse = _member_errors(staged.run(model, x, keep_patterns), y)
+    heads = []
+    for n in range(model.n_layers):
+        mass = masses[n] if masses[n].dim() == 2 else masses[n].unsqueeze(0)  # [S, H]
+        row = []
+        for h in range(model.n_heads):
+            entry = {"bos_mass": mass[:, h].tolist()}
+            for ablation in ABLATIONS:
+                mx, mse = _member_errors(staged.run(model, x, _hook_for(ablation, n, h)), y)
+                entry[ablation] = {"max_abs": mx, "mse": mse}
+            row.append(entry)
+        heads.append(row)
+    return {"kept": {"max_abs": kept_max, "mse": kept_mse}, "heads": heads}
+
+
+def is_functional(kept: float, ablated: float) -> bool:
+    """Does removing the sink break the model: error increase above ``FUNCTIONAL_INCREASE``?"""
+    return ablated - kept > FUNCTIONAL_INCREASE
+
+
+def of_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """``head_ablations`` of a stored training run, on its own evaluation set (1000 sequences,
+    trigger at 7), from the weights in its record (``empirical.weights``)."""
+    from empirical import train, weights
+
+    config = train.TrainConfig.from_dict(summary["config"])
+    batch = evaluation_set(config)
+    return head_ablations(weights.load(summary), batch.x, batch.y, batch.trigger)
+
+
+def evaluation_set(config):
+    """The training evaluation sequences of ``config`` in float64 (as training evaluates)."""
+    from constructions import task
+    from empirical import train
+
+    cfg = config.task(trigger=config.eval_trigger)
+    return task.sample(cfg, config.eval_sequences, torch.Generator().manual_seed(train.EVAL_SEED), dtype=torch.float64)
+
+
+def rows(result: dict[str, Any], seeds: list[int]) -> list[dict[str, Any]]:
+    """One flat row per (layer, head, seed): BOS mass, kept error, each ablation's error and
+    increase, and whether the sink is functional under it."""
+    out = []
+    for n, layer in enumerate(result["heads"]):
+        for h, entry in enumerate(layer):
+            for s, seed in enumerate(seeds):
+                kept = result["kept"]["max_abs"][s]
+                row = {"layer": n, "head": h, "seed": seed, "bos_mass": entry["bos_mass"][s], "kept": kept}
+                for ablation in ABLATIONS:
+                    err = entry[ablation]["max_abs"][s]
+                    row[ablation] = err
+                    row[f"{ablation}_increase"] = err - kept
+                    row[f"{ablation}_functional"] = is_functional(kept, err)
+                out.append(row)
+    return out
