@@ -4,10 +4,12 @@ Attention to BOS is not reliance on BOS. For each head of a trained model (every
 at once) two ablations are run on the training evaluation set, through the staged forward
 (``empirical.staged``; nothing about the model is re-implemented):
 
-- ``removed``: at every query i >= 1 the head's weight on BOS is set to 0 and the row is
-  renormalised over the other keys so that it keeps its total mass sum_k a_ik (for softmax: the
-  softmax over keys 1..i, i.e. BOS taken out of the softmax). Query 0 sees only BOS and has no
-  other key to renormalise over; it is left alone.
+- ``removed``: at every non-trigger query (1..L-1 except the trigger: where the sink is, as
+  SPEC section 5 measures it) the head's weight on BOS is set to 0 and the row is renormalised
+  over the other keys so that it keeps its total mass sum_k a_ik (for softmax: the softmax over
+  keys 1..i, i.e. BOS taken out of the softmax). Query 0 sees only BOS and has no other key to
+  renormalise over; the trigger row's BOS weight is part of the mean, not a sink; both are
+  left alone.
 - ``value_zeroed``: BOS's value vector in that head is set to 0 (the head still puts its
   weight on BOS, but what it reads there is nothing). A sink that only parks mass on a
   near-zero value survives this; one that reads a useful vector from BOS does not.
@@ -29,16 +31,21 @@ FUNCTIONAL_INCREASE = 0.05  # 10 x the stop tolerance; see the module docstring
 ABLATIONS = ("removed", "value_zeroed")
 
 
-def remove_bos(pattern: torch.Tensor, head: int) -> torch.Tensor:
-    """``pattern`` [*E, B, H, L, L] with head ``head``'s BOS weight zeroed at queries >= 1 and
-    each such row rescaled to keep its total (a row whose other keys carry nothing stays 0)."""
-    a = pattern[..., head, 1:, :]  # [*E, B, L-1, L]: queries 1..L-1
+def remove_bos(pattern: torch.Tensor, head: int, queries: torch.Tensor | None = None) -> torch.Tensor:
+    """``pattern`` [*E, B, H, L, L] with head ``head``'s BOS weight zeroed at the ``queries``
+    ([B, L] bool; default every query >= 1) and each such row rescaled to keep its total (a row
+    whose other keys carry nothing becomes 0). Query 0 is never changed (no other key)."""
+    L = pattern.shape[-1]
+    if queries is None:
+        queries = (torch.arange(L, device=pattern.device) >= 1).expand(pattern.shape[-4], L)
+    queries = queries & (torch.arange(L, device=pattern.device) >= 1)
+    a = pattern[..., head, :, :]  # [*E, B, L, L]
     total = a.sum(dim=-1, keepdim=True)
     rest = total - a[..., :1]
     scale = torch.where(rest > 0, total / rest.where(rest > 0, torch.ones_like(rest)), torch.zeros_like(rest))
+    ablated = torch.cat([torch.zeros_like(a[..., :1]), a[..., 1:] * scale], dim=-1)
     out = pattern.clone()
-    out[..., head, 1:, 1:] = a[..., 1:] * scale
-    out[..., head, 1:, 0] = 0
+    out[..., head, :, :] = torch.where(queries.unsqueeze(-1), ablated, a)
     return out
 
 
@@ -49,11 +56,11 @@ def zero_bos_value(v: torch.Tensor, head: int) -> torch.Tensor:
     return out
 
 
-def _hook_for(ablation: str, layer: int, head: int):
-    stage, change = {"removed": ("attn.hook_pattern", remove_bos),
-                     "value_zeroed": ("attn.hook_v", zero_bos_value)}[ablation]
+def _hook_for(ablation: str, layer: int, head: int, nontrigger: torch.Tensor):
+    stage, change = {"removed": ("attn.hook_pattern", lambda t: remove_bos(t, head, nontrigger)),
+                     "value_zeroed": ("attn.hook_v", lambda t: zero_bos_value(t, head))}[ablation]
     target = f"blocks.{layer}.{stage}"
-    return lambda name, t: change(t, head) if name == target else t
+    return lambda name, t: change(t) if name == target else t
 
 
 def _member_errors(out: torch.Tensor, y: torch.Tensor) -> tuple[list[float], list[float]]:
@@ -73,6 +80,7 @@ def head_ablations(model, x: torch.Tensor, y: torch.Tensor, trigger: torch.Tenso
     from empirical import metrics, staged
 
     model = model.eval()
+    nontrigger = metrics.query_masks(trigger, x.shape[-2])["nontrigger"]  # [B, L]
     masses = []
 
     def keep_patterns(name, t):
@@ -88,7 +96,7 @@ def head_ablations(model, x: torch.Tensor, y: torch.Tensor, trigger: torch.Tenso
         for h in range(model.n_heads):
             entry = {"bos_mass": mass[:, h].tolist()}
             for ablation in ABLATIONS:
-                mx, mse = _member_errors(staged.run(model, x, _hook_for(ablation, n, h)), y)
+                mx, mse = _member_errors(staged.run(model, x, _hook_for(ablation, n, h, nontrigger)), y)
                 entry[ablation] = {"max_abs": mx, "mse": mse}
             row.append(entry)
         heads.append(row)

@@ -28,6 +28,11 @@ def test_removing_bos_is_the_softmax_over_the_other_keys_and_keeps_relu_row_tota
     assert torch.allclose(out[:, :, 1, 1:], want[:, :, 1:], atol=1e-15)
     assert torch.equal(out[:, :, 1, 0], _softmax(scores, mask)[:, :, 1, 0])  # query 0 untouched
     assert torch.equal(out[:, :, 0], _softmax(scores, mask)[:, :, 0])  # other head untouched
+    only = torch.zeros(3, L, dtype=torch.bool)
+    only[:, 2] = True  # one query per sequence
+    part = ablation.remove_bos(_softmax(scores, mask), head=1, queries=only)
+    assert torch.equal(part[:, :, 1, 2], out[:, :, 1, 2])
+    assert torch.equal(part[:, :, 1, 3:], _softmax(scores, mask)[:, :, 1, 3:])
     relu = torch.relu(scores) * mask
     cut = ablation.remove_bos(relu, head=0)
     rest = relu[..., 0, 1:, 1:].sum(-1)

@@ -233,7 +233,7 @@ def test_every_kind_is_encoded_or_reported(kind):
     assert r.status in ("proof", "counterexample", "candidate", "unknown")
     if r.status == "unknown":
         assert r.reason
-    known = {"softmax", "sigmoid_norm", "relu", "softmax1", "sink_logit", "sigmoid", "gated"}
+    known = {"softmax", "sigmoid_norm", "relu", "softmax1", "sink_logit", "sigmoid", "gated", "softpick"}
     if kind in known:
         expected = "counterexample" if attention.get(kind).can_abstain else "proof"
         assert r.status == expected, (r.status, r.reason)

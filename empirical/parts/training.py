@@ -86,13 +86,22 @@ def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
     summaries = {(r.kind, r.layers, r.heads): outcome.records[j.run_id]["result"] for r, j in zip(runs, job_list)}
     figures = _figures(Path(results_dir), summaries)
+    functional = _functional_sinks(Path(results_dir), summaries)
     return {
-        "claims": _claims(summaries, figures),
-        "tables": [_runs_table(summaries), _heads_table(summaries)],
+        "claims": _claims(summaries, figures) + functional["claims"],
+        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]],
         "runs": {f"{k}-{l}x{h}": _run_digest(s, j.run_id)
                  for ((k, l, h), s), j in zip(summaries.items(), job_list)},
+        "functional_sinks": functional["rows"],
         "budget_note": __doc__.split("Budgets")[1].strip() if "Budgets" in __doc__ else "",
     }
+
+
+def _functional_sinks(results_dir: Path, summaries: dict) -> dict:
+    """Per head and seed: the error with its BOS attention ablated (``empirical.ablation``)."""
+    from empirical.parts import functional_sinks
+
+    return functional_sinks.part(results_dir, summaries)
 
 
 # ----------------------------------------------------------------------------------------
