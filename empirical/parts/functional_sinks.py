@@ -65,7 +65,7 @@ def table(ablations: dict) -> dict[str, Any]:
                     "seeds where the sink is functional (removed)", "seeds functional (value zeroed)"],
         "rows": out,
         "note": (f"Evaluation set of the run (1000 sequences, trigger at 7, float64). 'removed': a_i0 = 0 at every "
-                 f"query i >= 1 of that head, the row rescaled to keep its total; 'value zeroed': BOS's value in "
+                 f"non-trigger query i >= 1 of that head, the row rescaled to keep its total; 'value zeroed': BOS's value in "
                  f"that head = 0. A sink is functional when the max-abs error rises by more than "
                  f"{FUNCTIONAL_INCREASE:g} (10 x the stop tolerance)."),
     }
