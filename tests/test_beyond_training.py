@@ -109,3 +109,17 @@ def test_plans_from_config_files_are_validated(tmp_path):
         files.config_from_dict(part.Plan, {"kinds": ["gated"], "variants": ["reference"], "colour": 1})
     for variant in beyond.VARIANTS:  # every named variant builds a valid training config
         beyond.BeyondRun("softmax", variant).train_config((0,)).task(trigger=7)
+
+
+def test_smt_column_reads_the_smt_parts_stored_record(tmp_path):
+    """The smt part's per-kind verdicts, as ``sinks reproduce`` stores them (extra output under
+    "details"), reach the beyond table's SMT column."""
+    from constructions import files
+    from empirical import reproduce
+
+    output = {"claims": [], "kinds": {"softpick": {"status": "counterexample"}}}
+    _, _, details = reproduce.validate_output(output)
+    files.write_json(tmp_path / "smt.json", {"part": "smt", "details": details})
+    kinds = part.stored_smt_kinds(tmp_path)
+    assert part.smt_verdict("softpick", kinds).startswith("SAT, replayed: no sink needed")
+    assert part.stored_smt_kinds(tmp_path / "nowhere") == {}

@@ -139,9 +139,9 @@ def smt_verdict(kind: str, smt_kinds: dict[str, dict]) -> str:
 def stored_smt_kinds(results_dir: Path) -> dict[str, dict]:
     """Per-kind SMT verdicts from the smt part's result file, if it ran in default mode."""
     path = Path(results_dir) / "smt.json"
-    try:
-        return dict(json.loads(path.read_text()).get("kinds", {}))
-    except (FileNotFoundError, json.JSONDecodeError, AttributeError):
+    try:  # sinks reproduce keeps a part's extra output under "details"
+        return dict(json.loads(path.read_text())["details"].get("kinds", {}))
+    except (FileNotFoundError, json.JSONDecodeError, AttributeError, KeyError, TypeError):
         return {}
 
 
