@@ -27,6 +27,7 @@ from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "relu_construction_exact"
+CITES = ('relu_rows_can_vanish',)  # registered statements whose conclusions this proof uses
 DIMS = (4, 6)
 
 
@@ -110,4 +111,4 @@ def check() -> Verdict:
         ev.case("symbolic trigger position j and query position i; L does not enter; d in (4, 6) symbolically")
 
     return timed(NAME, "the ReLU head relu_head.build(d) has zero error on every input (symbolic j, L, real "
-                       "contents) and zero BOS weight at every query; build_stack solves the residual task exactly", body)
+                       "contents) and zero BOS weight at every query; build_stack solves the residual task exactly", body, cites=CITES)

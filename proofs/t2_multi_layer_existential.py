@@ -29,6 +29,7 @@ from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "t2_multi_layer_existential"
+CITES = ()  # registered statements whose conclusions this proof uses
 D, L = 4, 4
 BETA = Fraction(3)
 
@@ -79,4 +80,4 @@ def check() -> Verdict:
 
     return timed(NAME, "per-head sink statements are false: adding head pairs with equal patterns and opposite "
                        "output blocks leaves the output (and the error) unchanged while those heads put 1/(i+1) "
-                       "on BOS; a multi-head or multi-layer sink theorem can only say that some head sinks", body)
+                       "on BOS; a multi-head or multi-layer sink theorem can only say that some head sinks", body, cites=CITES)
