@@ -213,6 +213,14 @@ class ExpRational:
     def is_zero(self) -> bool:
         return not self.num
 
+    def rational(self) -> Fraction:
+        """This element as a Fraction; ``NotExpressible`` unless it is a constant."""
+        if not self.num:
+            return Fraction(0)
+        if set(self.num) - {0} or set(self.den) != {0}:
+            raise NotExpressible(f"{self!r} is not a rational constant")
+        return self.num.get(0, Fraction(0)) / self.den[0]
+
     def key(self) -> tuple:
         """A hashable form of this representation (equal keys imply equal values)."""
         return tuple(sorted(self.num.items())), tuple(sorted(self.den.items()))
@@ -236,6 +244,8 @@ def exp_field_ops(beta: Fraction) -> attention.Ops:
     beta = _rational_beta(beta)
 
     def exp(x: Any) -> ExpRational:
+        if isinstance(x, ExpRational):  # a score computed from a stream that holds field elements
+            x = x.rational()
         n = Fraction(x) / beta
         if n.denominator != 1:
             raise NotExpressible(f"exp({x}) is not a power of e^{beta}")

@@ -37,7 +37,7 @@ STATEMENT_MODULES = (
     "relu_construction_exact",
     "softmax_family_limits",
     "t2_multi_layer_existential",
-    # "t2_open_questions",
+    "t2_open_questions",
 )
 
 
@@ -57,7 +57,8 @@ def statements() -> dict[str, Statement]:
     table: dict[str, Statement] = {}
     for module in STATEMENT_MODULES:
         mod = importlib.import_module(f"proofs.{module}")
-        for name, check, cites in getattr(mod, "STATEMENTS", ((mod.NAME, mod.check, mod.CITES),)):
+        specs = mod.STATEMENTS if hasattr(mod, "STATEMENTS") else ((mod.NAME, mod.check, mod.CITES),)
+        for name, check, cites in specs:
             table[name] = Statement(name, check, tuple(cites))
     from .planted_false_statements import CONTROLS
 
