@@ -5,7 +5,8 @@ atomically with provenance. The file also carries the ``proofs`` part's claims a
 (``empirical.parts.proofs``), so ``sinks report`` can use it; ``sinks reproduce`` reruns the
 part over it, since its provenance differs. Planted false statements run too and must come out refuted.
 Exit status 0 when every statement is proved and every planted one refuted, 1 otherwise
-(an honest ``unknown`` included). Unknown names are bad input listing the valid ones.
+(an honest ``unknown`` or ``refuted`` included: a full run exits 1, since T2 is refuted and
+questions (a'), (b) are open). A statement is run together with every lemma it cites. Unknown names are bad input listing the valid ones.
 """
 
 from __future__ import annotations

@@ -29,6 +29,28 @@ CLAIMS = (
 )
 
 
+# Statements reported one by one, with their own verdict (refuted / unknown ones included).
+STATEMENT_CLAIMS = (
+    ("t2_multi_layer_existential", "T2 (non-trigger, H >= 2): some head must sink at a non-trigger query. Refuted by "
+                                   "the cancelling pair (constructions/cancelling_heads.py); the 2 x 2 / 4 x 4 sinks of "
+                                   "training are what training finds, not what the task forces"),
+    ("t2_sink_at_some_query", "T2 question (a): for every H, some head's BOS mass -> 1 at some query i >= 1, trigger "
+                              "included"),
+    ("t2_two_heads_sink_at_some_query", "T2 question (a'): two heads, L >= 5: some head's BOS mass -> 1 at some query"),
+    ("t2_one_head_per_layer", "T2 question (b): one head per layer, N >= 2 residual layers: some head sinks at a "
+                              "non-trigger query"),
+    ("t1_one_residual_layer", "T2 question (c): one head in one residual layer inherits T1 verbatim"),
+)
+
+
+def _statement_claim(v, claim: str) -> dict:
+    evidence = next((e for e in reversed(v.evidence) if e.startswith(("counterexample", "did not close"))),
+                    v.evidence[-1] if v.evidence else "")
+    return {"claim": claim, "verdict": v.status, "evidence": evidence,
+            "test": f"{TEST}::test_statement_has_its_expected_verdict[{v.name}]",
+            "command": f"sinks prove {v.name}", "figures": []}
+
+
 def _claim_from(verdicts: dict, claim: str, statement: str, test: str) -> dict:
     from proofs.registry import dependencies
 
@@ -52,11 +74,7 @@ def claims_for(verdicts: dict) -> list[dict]:
             "evidence": "not covered: the trigger row's ratio rho is not pinned by two trigger positions, and the "
                         "bound on the trigger's image carries eta * B/C (proofs/README.md)",
             "test": "", "command": "sinks prove t1_single_layer_sink trigger_flag_lower_bound", "figures": []})
-    if "t2_multi_layer_existential" in verdicts:
-        claims.append({
-            "claim": "T2 (existential): some head of a multi-layer softmax model that solves the task must sink",
-            "verdict": "unknown", "evidence": "not proved symbolically; observed in training (training part)",
-            "test": "", "command": "sinks prove t2_multi_layer_existential", "figures": []})
+    claims += [_statement_claim(verdicts[name], claim) for name, claim in STATEMENT_CLAIMS if name in verdicts]
     for v in verdicts.values():
         if v.planted:
             claims.append({"claim": f"planted false statement (must be refuted): {v.statement}", "verdict": v.status,
