@@ -155,3 +155,22 @@ def test_part_output_is_valid(verdicts, monkeypatch, tmp_path):
     assert any(c["verdict"] == "unknown" and "L = 4" in c["claim"] for c in claims)
     assert tables and all(len(r) == len(tables[0]["columns"]) for r in tables[0]["rows"])
     json.dumps(details)
+
+
+def test_t3_stack_step_fails_when_a_later_layer_writes(monkeypatch):
+    import dataclasses
+
+    from constructions import relu_head
+    from proofs import relu_construction_exact as m
+
+    real = relu_head.build_stack
+
+    def leaky(d, layers, heads):
+        net = real(d, layers, heads)
+        if layers < 2:
+            return net
+        W_O = tuple(tuple(1 if (r == c) else x for c, x in enumerate(row)) for r, row in enumerate(net.layers[1].W_O))
+        return dataclasses.replace(net, layers=(net.layers[0], dataclasses.replace(net.layers[1], W_O=W_O)) + net.layers[2:])
+
+    monkeypatch.setattr(relu_head, "build_stack", leaky)
+    assert registry.run(["relu_construction_exact"])[-1].status == "unknown"
