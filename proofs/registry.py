@@ -33,6 +33,7 @@ STATEMENT_MODULES = (
     "flag_sum_lower_bound",
     "trigger_flag_lower_bound",
     "t1_single_layer_sink",
+    "t1_tightness",
     "relu_construction_exact",
     "softmax_family_limits",
     "t2_multi_layer_existential",

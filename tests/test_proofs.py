@@ -19,6 +19,7 @@ EXPECTED = {
     "t2_sink_at_some_query": "refuted",
     "t2_two_heads_sink_at_some_query": "unknown",
     "t2_one_head_per_layer": "unknown",
+    "t1a_tightened_per_content": "refuted",
 }
 STATEMENTS = [n for n in registry.names() if n not in CONTROLS and n not in EXPECTED]
 
@@ -174,3 +175,22 @@ def test_t3_stack_step_fails_when_a_later_layer_writes(monkeypatch):
 
     monkeypatch.setattr(relu_head, "build_stack", leaky)
     assert registry.run(["relu_construction_exact"])[-1].status == "unknown"
+
+
+def test_tightened_t1a_is_refuted_only_below_the_tight_ratio(monkeypatch):
+    from fractions import Fraction
+
+    from proofs import t1_tightness as m
+
+    assert m.check_tightened().status == "refuted"  # 99/100 f_pre: the tight head violates it
+    monkeypatch.setattr(m, "TIGHTENING", Fraction(1))  # T1(a) itself: the head satisfies it
+    v = m.check_tightened()
+    assert v.status == "unknown" and any("no counterexample" in e for e in v.evidence)
+
+
+def test_sharp_pre_trigger_bound_fails_when_tightened(monkeypatch):
+    from proofs import t1_tightness as m
+
+    monkeypatch.setattr(m, "m_5", lambda: 1 - 20 * m.e)  # claims h_t >= 1 - 20 eta: the certificate cannot close
+    v = registry.run(["t1_pre_trigger_sharp"])[-1]
+    assert v.status == "unknown" and any("h_t - m_5" in e for e in v.evidence if e.startswith("did not close"))
