@@ -83,7 +83,8 @@ def check_two_heads() -> Verdict:
                 "family lemma: two heads n/(rho_1 + x) - n/(rho_2 + x) = 1/x at x = j needs the monic quadratic "
                 f"{sympy.factor(numerator)} to vanish there; it has at most two roots, so no exact pair at L >= 5")
         ev.step(False, "outside that family (value maps that differ per head, content-dependent scores) nothing is "
-                       "proved, and no counterexample is known")
+                       "proved, and no counterexample is known; the unrestricted z3 search (proofs/smt/multihead.py "
+                       "two_heads_capped, QF_NRA) answers unknown (hard-killed at 120 s) at K = 2, lengths 3 and 4")
         ev.case("H = 2, L >= 5; the family of cancelling_heads (uniform rows off the trigger)")
 
     return timed("t2_two_heads_sink_at_some_query", "(a') a softmax layer of two heads with worst-case error eta at "
