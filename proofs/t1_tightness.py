@@ -11,6 +11,10 @@ sympy). The untightened bound holds on it. The statement over *all* inputs (mixe
 the tightened constant is not refuted: this head ignores the trigger's own content (its weight
 C -> 0), so its error on mixed contents is large; see proofs/README.md.
 
+``t1b_tightened_per_content`` (refuted). The same for T1(b) with (99/100) f_all at L >= 5:
+``tight_heads.build_t1b`` has exact error eta = 1.0000000352e-4 on content 0, L = 5, and at the
+query 4 after the trigger 1 - a = 0.99879 f_all(eta). (T1(b)'s eta-interval is [0, 1/120].)
+
 ``t1_pre_trigger_sharp`` (proved). For L >= 5 and eta <= 1/120, every query before the trigger
 has a_i0 >= 1 - 2 eta/(m_5(eta) + eta), m_5 = 2/3 - eta + (2 - 48 eta)(1/6 - 2 eta)/(1 + 48 eta)
 = 1 - 29 eta + O(eta^2), so 1 - a_i0 <= 2 eta + O(eta^2) (T1(a) has 12/5 eta). Proof: the
@@ -34,7 +38,7 @@ from constructions import tight_heads
 from . import sink_bound_direction as sbd
 from . import trigger_rows as tr
 from .algebra import Atom, certificate, is_zero
-from .t1_single_layer_sink import f_pre
+from .t1_single_layer_sink import f_all, f_pre
 from .trigger_row_ratio_bound import lower_gap
 from .verdict import Evidence, Verdict, timed
 
@@ -54,26 +58,43 @@ def f_pre_sharp(x=e):
     return expr if x is e else expr.subs(e, x)
 
 
+def _tight_body(ev: Evidence, label: str, net, L: int, bound, mass_key: str, where_key: str) -> None:
+    """The head's exact error eta on content 0 and its smallest BOS mass; refuted when
+    1 - a > TIGHTENING * bound(eta), else unknown (one head proves nothing)."""
+    r = tight_heads.equal_content_report(net, L, 0)
+    eta, mass = r["eta"], r[mass_key]
+    ratio = (1 - mass) / bound(eta)
+    ev.step(bool(eta < sympy.Rational(1, 120)), f"{label}, c = 0, L = {L}: exact max-abs error over the BOS query and every "
+                                                f"position of every trigger j: eta = {eta} ({float(eta):.10g})")
+    ev.step(bool(mass >= 1 - bound(eta)), f"the untightened bound holds on it: smallest BOS mass {float(mass):.10f} "
+                                          f">= 1 - bound(eta) = {float(1 - bound(eta)):.10f}")
+    if ev.failures or ratio <= TIGHTENING:
+        ev.step(False, f"no counterexample at this tightening (ratio {float(ratio):.6f}); one head proves nothing")
+        return
+    i, j = r[where_key]
+    ev.refute(f"{label} at c = 0, L = {L}: eta = {float(eta):.10g} (exact), query {i} with the trigger at {j} has "
+              f"1 - a = {float(ratio):.6f} x bound(eta) > {TIGHTENING} x bound(eta)")
+
+
 def check_tightened() -> Verdict:
     def body(ev: Evidence) -> None:
-        net = tight_heads.build_t1a()
-        r = tight_heads.equal_content_report(net, L_TIGHT, 0)
-        eta, mass = r["eta"], r["min_bos_pre"]
-        bound = 1 - f_pre(eta)
-        ratio = (1 - mass) / f_pre(eta)
-        ev.step(eta == sympy.Rational(1, 1000), f"tight head, c = 0, L = {L_TIGHT}: max-abs error over the BOS query and "
-                                                f"every position of every trigger j is exactly {eta} (sympy)")
-        ev.step(mass >= bound, f"T1(a) holds on it: min pre-trigger BOS mass {mass} >= 1 - f_pre(eta) = {bound}")
-        if ev.failures or ratio <= TIGHTENING:
-            ev.step(False, f"no counterexample at this tightening (ratio {float(ratio):.6f}); one head proves nothing")
-        else:
-            ev.refute(f"tight_heads.build_t1a() at c = 0, L = 4: eta = {eta}, query {r['where'][0]} with the trigger at "
-                      f"{r['where'][1]} has 1 - a = {1 - mass} = {float(ratio):.6f} f_pre(eta) > {TIGHTENING} f_pre(eta)")
+        _tight_body(ev, "tight_heads.build_t1a()", tight_heads.build_t1a(), L_TIGHT, f_pre, "min_bos_pre", "where")
         ev.case("d = 4, L = 4, content 0, trigger positions 2 and 3; exact rationals (scores log of rationals)")
 
     return timed("t1a_tightened_per_content", f"a softmax head with max-abs error <= eta <= 1/12 on the BOS query and the "
                  f"equal-content sequences of one content (L >= 4) has a_i0 >= 1 - ({TIGHTENING}) f_pre(eta) at their "
                  f"queries before the trigger", body)
+
+
+def check_tightened_b() -> Verdict:
+    def body(ev: Evidence) -> None:
+        _tight_body(ev, "tight_heads.build_t1b()", tight_heads.build_t1b(), L_TIGHT + 1, lambda x: f_all(x),
+                    "min_bos_nontrigger", "where_nontrigger")
+        ev.case("d = 4, L = 5, content 0, trigger positions 2, 3, 4; exact rationals (scores log of rationals)")
+
+    return timed("t1b_tightened_per_content", f"a softmax head with max-abs error <= eta <= 1/120 on the BOS query and the "
+                 f"equal-content sequences of one content (L >= 5) has a_i0 >= 1 - ({TIGHTENING}) f_all(eta) at their "
+                 f"non-trigger queries", body)
 
 
 def check_sharp() -> Verdict:
@@ -105,5 +126,6 @@ def check_sharp() -> Verdict:
 
 STATEMENTS = (
     ("t1a_tightened_per_content", check_tightened, ()),
+    ("t1b_tightened_per_content", check_tightened_b, ()),
     ("t1_pre_trigger_sharp", check_sharp, SHARP_CITES),
 )

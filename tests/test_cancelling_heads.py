@@ -105,22 +105,6 @@ def test_construct_prints_the_pair_and_refuses_irrational_json(capsys, tmp_path)
     assert "not a rational number" in capsys.readouterr().err and not any(tmp_path.iterdir())
 
 
-def test_t1a_tight_head_attains_the_bound_exactly():
-    import sympy
-
-    from constructions import tight_heads
-
-    p = tight_heads.t1a_parameters(**tight_heads.DEFAULT)
-    assert p["h_t"] + p["g_t"] < 1 and p["h_r"] < 0 and p["E"] > 0  # the trigger image is a large negative flag
-    r = tight_heads.equal_content_report(tight_heads.build_t1a(), 4, 0)
-    eta = r["eta"]
-    f_pre = 12 * eta / (5 - 12 * eta)
-    assert eta == sympy.Rational(1, 1000) and r["where"] == (2, 3)
-    assert sympy.Rational(99, 100) < (1 - r["min_bos_pre"]) / f_pre < 1
-    with pytest.raises(BadInput):
-        tight_heads.t1a_parameters(Fraction(1, 10), Fraction(1), Fraction(1))  # eta above 1/12
-
-
 def test_unrestricted_two_head_search_answers_an_impossible_cap():
     """The QF_NRA encoding of question (a') is well formed and can answer: with cap 0 no head may
     put anything on BOS, which softmax forbids, so z3 says unsat. (With cap 3/4 it says unknown

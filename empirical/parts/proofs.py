@@ -42,6 +42,8 @@ STATEMENT_CLAIMS = (
     ("t1_one_residual_layer", "T2 question (c): one head in one residual layer inherits T1 verbatim"),
     ("t1a_tightened_per_content", "T1(a) tightened to (99/100) f_pre on the hypotheses its proof uses (the BOS query "
                                   "and the equal-content sequences of one content): refuted by an exact tight head"),
+    ("t1b_tightened_per_content", "T1(b) tightened to (99/100) f_all on the hypotheses its proof uses (L = 5): refuted "
+                                  "by an exact near-tight head (0.9988 f_all)"),
     ("t1_pre_trigger_sharp", "T1(a) sharpened for L >= 5: 1 - a_i0 <= 2 eta/(m_5 + eta) = 2 eta + O(eta^2) before the "
                              "trigger"),
 )
