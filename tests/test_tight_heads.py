@@ -40,3 +40,12 @@ def test_tight_heads_are_tight_only_on_their_content():
     """At content 1/2 the T1(a) head errs more than eta (it ignores the trigger's own content)."""
     r = tight_heads.equal_content_report(tight_heads.build_t1a(), 4, Fraction(1, 2))
     assert r["eta"] > sympy.Rational(1, 1000)
+
+
+def test_construct_prints_the_tight_heads(capsys):
+    from empirical import cli
+
+    for name, L in (("tight-t1a", "4"), ("tight-t1b", "5")):
+        assert cli.main(["construct", name, "--d", "4", "--L", L]) == 0
+        assert "attains T1" in capsys.readouterr().out
+    assert cli.main(["construct", "tight-t1a", "--heads", "2"]) == 2

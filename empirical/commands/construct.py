@@ -19,7 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-CONSTRUCTIONS = ("relu", "softmax", "cancelling", "interpolating")
+CONSTRUCTIONS = ("relu", "softmax", "cancelling", "interpolating", "tight-t1a", "tight-t1b")
 FORMATS = ("table", "json", "npz")
 
 
@@ -27,7 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("construct", help="print an explicit construction's labelled weights and attention pattern")
     p.add_argument("construction", help="relu (sink-free ReLU head), softmax (BOS logit gap beta), cancelling "
                                         "(two heads, T2 refuted; --layers 2 for the residual stack) or "
-                                        "interpolating (heads with error 0 at length --L, no sink)")
+                                        "interpolating (heads with error 0 at length --L, no sink), "
+                                        "tight-t1a / tight-t1b (heads attaining T1's bounds on content 0)")
     p.add_argument("--d", type=int, default=6, help="features (>= 4; reference 16)")
     p.add_argument("--beta", default="10", help="softmax BOS logit gap, a rational > 0 such as 10 or 5/2")
     p.add_argument("--layers", type=int, default=1, help="relu, cancelling: layers of the residual stack (1 = single layer)")
@@ -62,6 +63,14 @@ def build(construction: str, d: int, beta: Fraction, layers: int, heads: int, L:
 
     if construction not in CONSTRUCTIONS:
         raise BadInput(f"unknown construction {construction!r}; valid: {', '.join(CONSTRUCTIONS)}")
+    if construction.startswith("tight-"):
+        if layers != 1 or heads != 1:
+            raise BadInput(f"the {construction} construction is a single head: --layers and --heads must be 1")
+        from constructions import tight_heads
+
+        net = tight_heads.build_t1a(d) if construction == "tight-t1a" else tight_heads.build_t1b(d)
+        return net, (f"{construction} (d={d}): attains T1({construction[-1]})'s bound on the equal-content sequences "
+                     "of content 0 (try --L 4 / --L 5 with content 0)")
     if construction in ("cancelling", "interpolating") and (heads != 1 or (construction == "interpolating" and layers != 1)):
         raise BadInput(f"the {construction} construction fixes its heads: leave --heads (and --layers) at 1"
                        + (" (--layers 2 gives the cancelling residual stack)" if construction == "cancelling" else ""))
