@@ -88,7 +88,7 @@ def check_tightened() -> Verdict:
 
 def check_tightened_b() -> Verdict:
     def body(ev: Evidence) -> None:
-        _tight_body(ev, "tight_heads.build_t1b()", tight_heads.build_t1b(), L_TIGHT + 1, lambda x: f_all(x),
+        _tight_body(ev, "tight_heads.build_t1b()", tight_heads.build_t1b(), L_TIGHT + 1, f_all,
                     "min_bos_nontrigger", "where_nontrigger")
         ev.case("d = 4, L = 5, content 0, trigger positions 2, 3, 4; exact rationals (scores log of rationals)")
 
