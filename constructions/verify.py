@@ -378,7 +378,7 @@ def verify(construction: str, d: int = 4, L: int = 5, values: Iterable[Any] = ta
                                                   f"{construction} beta={beta}")
     if construction == "interpolating":
         return verify_multihead.verify_zero_error(cancelling_heads.build_interpolating(d, L), task.TaskConfig(d=d, L=L),
-                                                  values, f"interpolating L={L}")
+                                                  values, "interpolating")
     raise BadInput(f"unknown construction {construction!r}; valid: {', '.join(CONSTRUCTIONS)}")
 
 
