@@ -146,17 +146,19 @@ def _content(d: int) -> list[int]:
     return list(range(task.CONTENT_START, d - 1))
 
 
-def score_exponent(M: np.ndarray, f: int, key_flag: int | None, s: int, relative_to_bos: bool = True) -> Exponent:
+def score_exponent(M: np.ndarray, f: int, key_flag: int | None, s: int, relative_to_bos: bool = True,
+                   relative_to: int | None = None) -> Exponent:
     """Exponent of a key's score (minus the BOS score when ``relative_to_bos``) for a query with
     flag ``f``: ``key_flag`` None is the query's own key; otherwise a key of that flag whose content
-    is chosen to maximise (s = +1) or minimise (s = -1) the score."""
+    is chosen to maximise (s = +1) or minimise (s = -1) the score. ``relative_to`` subtracts the
+    score of another flag's content-free part instead of BOS's (softmax is shift-invariant)."""
     d = M.shape[0]
     C = _content(d)
     b = M[f, C].copy()
     K = M[np.ix_(C, C)].T.copy()  # K[r, k] = M[C_k, C_r]
-    bos = task.BOS_FLAG
-    a0 = M[f, bos] if relative_to_bos else 0.0
-    p0 = M[C, bos] if relative_to_bos else np.zeros(len(C))
+    ref = relative_to if relative_to is not None else (task.BOS_FLAG if relative_to_bos else None)
+    a0 = M[f, ref] if ref is not None else 0.0
+    p0 = M[C, ref] if ref is not None else np.zeros(len(C))
     if key_flag is None:
         S = (M[np.ix_(C, C)] + M[np.ix_(C, C)].T) / 2
         return Exponent(M[f, f] - a0, M[f, C] + M[C, f] - p0, S, 0, b, K)
