@@ -81,7 +81,12 @@ def _float_matrix(M) -> np.ndarray:
     return np.array([[float(heads.exact(v)) for v in row] for row in M])
 
 
-def _weights(kind: str, lo: np.ndarray, hi: np.ndarray, s0: tuple[np.ndarray, np.ndarray] | None):
+def _weights(kind: str, lo, hi, s0):
+    with np.errstate(over="ignore"):  # exp(large) = inf gives the vacuous bound 0, which is valid
+        return _weight_bounds(kind, lo, hi, s0)
+
+
+def _weight_bounds(kind: str, lo: np.ndarray, hi: np.ndarray, s0: tuple[np.ndarray, np.ndarray] | None):
     """Bounds on the BOS weight of one query: lo/hi are the keys' (score - BOS score) intervals for
     softmax, or absolute scores for sigmoid_norm (s0 the BOS score interval)."""
     up, down = 1 + RELATIVE_SLACK, 1 - RELATIVE_SLACK  # exp overflow to inf is a valid (vacuous) bound
@@ -145,7 +150,6 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True) -> d
     per = [[np.full(L, np.inf) for _ in range(layer.heads)] for layer in net.layers]
     for j in range(2, L):
         box = input_box(d, L, j)
-        np.seterr(over="ignore")  # exp(large) = inf gives the vacuous bound 0, which is valid
         for n, layer in enumerate(net.layers):
             new, lows = layer_step(net.kind, layer, box, j)
             for h, low in enumerate(lows):
