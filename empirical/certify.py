@@ -42,9 +42,10 @@ def certify_network(net, L: int) -> dict[str, Any]:
     return out
 
 
-def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int = EVAL_TRIGGER) -> dict[str, Any]:
+def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int | None = None) -> dict[str, Any]:
     """Measured BOS mass per head and query position (mean, min over the evaluation sequences),
-    and for a single head the per-example certified bound's minimum per position."""
+    and for a single head the per-example certified bound's minimum per position. The trigger is
+    at 7 as in ``sinks train`` (at L - 2 when L <= 8)."""
     import torch
 
     from constructions import task
@@ -52,6 +53,7 @@ def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int = EVAL_TR
     from empirical.model import from_network
     from empirical.train import EVAL_SEED
 
+    trigger = trigger if trigger is not None else min(EVAL_TRIGGER, L - 2)
     model = from_network(net, dtype=torch.float64)
     cfg = task.TaskConfig(d=net.d, L=L, trigger=trigger, residual=net.residual)
     batch = task.sample(cfg, sequences, torch.Generator().manual_seed(EVAL_SEED), dtype=torch.float64)

@@ -122,7 +122,7 @@ def _complete(layers: dict[int, dict[str, Any]], path) -> list[dict[str, Any]]:
 
 
 def _is_paper(keys) -> bool:
-    return set(keys) == set(PAPER_SINGLE) or any(k.startswith("layers.") for k in keys)
+    return any(k.endswith(".weight") for k in keys)
 
 
 def paper_layers(state: dict[str, Any], path) -> tuple[list[dict[str, Any]], bool]:
@@ -131,7 +131,14 @@ def paper_layers(state: dict[str, Any], path) -> tuple[list[dict[str, Any]], boo
 
     import numpy as np
 
-    if set(state) == set(PAPER_SINGLE):
+    if set(PAPER_SINGLE) & set(state):
+        extra = sorted(set(state) - set(PAPER_SINGLE))
+        if extra:
+            raise _bad(path, f"unknown key {extra[0]!r} in the paper's single-head state dict "
+                             f"(expected {', '.join(PAPER_SINGLE)})")
+        missing = sorted(set(PAPER_SINGLE) - set(state))
+        if missing:
+            raise _bad(path, f"the paper's single-head state dict lacks {', '.join(missing)}")
         return [{name: np.asarray(state[f"{name}.weight"])[None] for name in MATRICES} |
                 {"W_O": np.asarray(state["W_O.weight"])}], False
     layers: dict[int, dict[str, Any]] = {}
@@ -162,8 +169,8 @@ def _read_torch(path) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise _bad(path, f"not a weights-only PyTorch file ({first[:160]})") from None
+        raise _bad(path, f"not a weights-only PyTorch file ({type(e).__name__}: it holds something other than "
+                         "tensors, or is not a torch file; nothing was unpickled)") from None
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
         raise _bad(path, "a PyTorch file must hold a state dict of named tensors")
     return {k: v.detach().to(torch.float64).numpy() for k, v in state.items()}
