@@ -233,6 +233,11 @@ def load(path, kind: str | None = None, seeds: list[int] | None = None) -> list[
     raise _bad(path, f"unknown weight format {suffix!r} (json, npz, safetensors, pt / pth / bin)")
 
 
+def networks_from_summary(data: dict, source: str = "training summary") -> list[Loaded]:
+    """One exact network per seed of a ``sinks train`` summary (its stored weights)."""
+    return _from_summary(data, None, source)
+
+
 def _from_summary(data: dict, seeds: list[int] | None, path) -> list[Loaded]:
     weights = data["weights"]
     config = data["config"]
