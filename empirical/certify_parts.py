@@ -73,6 +73,13 @@ def training_certificates(summaries: dict, quick: bool = False) -> tuple[list[di
         })
         tables.append(_per_position_table(certs))
         claims += _training_claims(certs)
+    stale = [f"{k} {l}x{h}" for (k, l, h), s in summaries.items()
+             if k == "softmax" and (l, h) in ((1, 1), (2, 2)) and "weights" not in s]
+    if stale:
+        claims.append({"claim": "Trained heads certified over every input", "verdict": "unknown",
+                       "evidence": f"the stored runs {', '.join(stale)} predate weight storage in training summaries; "
+                                   "rerun the part with --force to certify them",
+                       "test": TEST, "command": "sinks reproduce --only training --force", "figures": []})
     stack = summaries.get(("softmax", 2, 2))
     if stack and "weights" in stack:
         rows, fractions = [], []

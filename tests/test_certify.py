@@ -224,3 +224,12 @@ def test_stack_single_layer_matches_exact_and_ibp_is_weaker():
     exact = sink.certify_head(net, L)["min_bos_nontrigger"]
     assert stack.certify_stack(net, L)["heads"][0]["min_bos_certified"] == pytest.approx(exact, abs=1e-15)
     assert stack.certify_stack(net, L, exact_first=False)["heads"][0]["min_bos_certified"] <= exact + 1e-12
+
+
+def test_sink_level_of_non_vacuous_heads_is_pinned():
+    # Family heads with min BOS mass e^b/(e^b + L - 1): 0.346 at beta = 3/4 and 0.649 at beta = 2 (L = 5).
+    # Level 1/2 calls the first vacuous and the second not; level 1/4 or 1 would flip one of them.
+    low = stack.certify_stack(softmax_head.build(4, Fraction(3, 4)), 5)["heads"][0]
+    high = stack.certify_stack(softmax_head.build(4, 2), 5)["heads"][0]
+    assert 0.25 < low["min_bos_certified"] < 0.5 < high["min_bos_certified"] < 1.0
+    assert stack.SINK_LEVEL == 0.5 and not low["non_vacuous"] and high["non_vacuous"]

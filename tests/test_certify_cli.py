@@ -5,7 +5,6 @@ import math
 import pickle
 
 import numpy as np
-import pytest
 
 from constructions import softmax_head
 from empirical import cli, weights

@@ -28,7 +28,6 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
