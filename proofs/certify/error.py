@@ -8,13 +8,15 @@ eta_up, a certified upper bound, is the largest of three bounds (each over every
   (V x)_r over the token types the query sees (support function of the content box). It is linear
   in (1 - a_i0) in [0, 1 - a_lo] (a_lo: the certified minimum BOS mass of ``sink``) and in p, so
   its absolute value is at most the largest of |z_0|, |z_0 + (1 - a_lo)(p+- - z_0)|.
-- Trigger query j: error_r = a_0 z_0 + sum_{k=1..j} (a_k V_r - e_r / j) . x_k. Each weight is
-  enclosed from the score ranges over the query's content box (scores taken relative to the
-  content keys' content-free part g_{d-1}(c), which removes the query-content shift common to
-  all keys: softmax is shift-invariant), and each key's term is maximised on its own over its
-  weight interval (linear: an end) and its token box (support function). Summing decouples the
-  keys, so this bound can be loose; the query box is bisected (``TRIGGER_SPLITS`` rounds on the
-  worst sub-box) to tighten it.
+- Trigger query j: error_r = a_0 z_0 + sum_{k=1..j} (a_k V_r - e_r / j) . x_k. Each key's
+  unnormalised weight is enclosed from its score range over the query's content box (scores taken
+  relative to the content keys' content-free part g_{d-1}(c), which removes the query-content
+  shift common to all keys: softmax is shift-invariant); for fixed weights each key's term is its
+  support function over its token box, convex in its weight, and the normalised weights range over
+  a convex set whose extreme points come from the vertices of the weight box, so the worst case is
+  an enumeration over BOS / own key at an end and m = 0..j-1 content keys high (``trigger_bound_box``).
+  What is relaxed: a key's weight and its content vary independently, and the query box is
+  covered by sub-boxes (``TRIGGER_SPLITS`` bisections of the worst one).
 
 eta_lo, a lower bound, is the error of a witness input found by a float search (candidate sign
 patterns from the bound's maximisers, random vertices, greedy single-coordinate flips) and
@@ -24,7 +26,6 @@ is at least eta_lo certainly exists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -34,20 +35,7 @@ from constructions import reference, task
 
 from . import branch, heads, replay
 
-TRIGGER_SPLITS = 8  # bisections of the worst (trigger position, query sub-box) in all
-
-
-def _up(x) -> Fraction:
-    """An exact Fraction >= the interval (or float) x."""
-    from mpmath import iv
-
-    return heads.exact(float(iv.mpf(x).b)) if not isinstance(x, float) else heads.exact(x)
-
-
-def _down(x) -> Fraction:
-    from mpmath import iv
-
-    return heads.exact(float(iv.mpf(x).a)) if not isinstance(x, float) else heads.exact(x)
+TRIGGER_SPLITS = 64  # bisections of the worst (trigger position, query sub-box) in all
 
 
 def _token_range(V: list[list[Fraction]], r: int, flag: int, d: int) -> tuple[Fraction, Fraction]:
@@ -59,7 +47,7 @@ def _token_range(V: list[list[Fraction]], r: int, flag: int, d: int) -> tuple[Fr
 def nontrigger_bound(h: heads.Head, a_lo: float, after: bool) -> Fraction:
     """Certified bound on |error| at a non-trigger query whose BOS mass is >= a_lo."""
     V, d = [list(r) for r in h.V_exact], h.d
-    gap = 1 - _down(a_lo)
+    gap = 1 - heads.exact(a_lo)
     worst = Fraction(0)
     for r in range(d):
         z0 = V[r][task.BOS_FLAG]
@@ -69,15 +57,6 @@ def nontrigger_bound(h: heads.Head, a_lo: float, after: bool) -> Fraction:
         lo, hi = min(x for x, _ in ranges), max(y for _, y in ranges)
         worst = max(worst, abs(z0), abs(z0 + gap * (lo - z0)), abs(z0 + gap * (hi - z0)))
     return worst
-
-
-@dataclass
-class WeightBox:
-    """Enclosures of the trigger row's weights over a query sub-box (exact Fractions)."""
-
-    bos: tuple[Fraction, Fraction]
-    content: tuple[Fraction, Fraction]  # each of the j - 1 content keys
-    own: tuple[Fraction, Fraction]
 
 
 def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray):
@@ -96,56 +75,57 @@ def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray):
             for k, (a, b) in exps.items()}
 
 
-def trigger_weights(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray) -> WeightBox:
+def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray) -> dict[str, tuple[float, float]]:
+    """Enclosures [w-, w+] (floats rounded outward) of the unnormalised weights of BOS, a content
+    key and the trigger's own key at trigger queries whose content lies in [lo, hi]."""
     from mpmath import iv
 
-    rng = _exponent_ranges(h, lo[None], hi[None])
-    if h.kind == "softmax":
-        w = {k: (iv.exp(iv.mpf(a)), iv.exp(iv.mpf(b))) for k, (a, b) in rng.items()}
-    else:
-        w = {k: (1 / (1 + iv.exp(-iv.mpf(a))), 1 / (1 + iv.exp(-iv.mpf(b)))) for k, (a, b) in rng.items()}
-    counts = {"bos": 1, "content": j - 1, "own": 1}
+    def w(x):
+        return iv.exp(iv.mpf(x)) if h.kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(x)))
 
-    def enclosure(key):
-        others_lo = sum((counts[k] - (k == key)) * w[k][0] for k in counts)
-        others_hi = sum((counts[k] - (k == key)) * w[k][1] for k in counts)
-        low = w[key][0] / (w[key][0] + others_hi)
-        high = w[key][1] / (w[key][1] + others_lo)
-        return _down(low), _up(high)
-
-    return WeightBox(enclosure("bos"), enclosure("content") if j > 1 else (Fraction(0), Fraction(0)), enclosure("own"))
+    return {k: (float(w(a).a), float(w(b).b)) for k, (a, b) in _exponent_ranges(h, lo[None], hi[None]).items()}
 
 
-def _term_max(V: list[list[Fraction]], r: int, a: tuple[Fraction, Fraction], flag: int, d: int, j: int,
-              box: tuple[np.ndarray, np.ndarray] | None, sign: int) -> Fraction:
-    """max over a in [a-, a+] and tokens x (flag, content in the box) of sign * (a V_r - e_r / j) . x."""
-    best = None
-    for a_end in a:
-        row = [a_end * V[r][c] - (Fraction(1, j) if c == r else 0) for c in range(d)]
-        total = sign * row[flag]
-        for k, c in enumerate(range(task.CONTENT_START, d - 1)):
-            lo, hi = (Fraction(-1), Fraction(1)) if box is None else (heads.exact(box[0][k]), heads.exact(box[1][k]))
-            total += max(sign * row[c] * lo, sign * row[c] * hi)
-        best = total if best is None else max(best, total)
-    return best
+def _support(V: np.ndarray, a: np.ndarray, j: int, flag: int, lo: np.ndarray, hi: np.ndarray, sign: int) -> np.ndarray:
+    """max over tokens x (``flag``, content in [lo, hi]) of sign (a V_r - e_r / j) . x, for every
+    weight a [C] and coordinate r: [C, d]."""
+    d = V.shape[0]
+    rows = a[:, None, None] * V[None] - np.eye(d)[None] / j  # [C, r, feature]
+    C = slice(task.CONTENT_START, d - 1)
+    content = np.maximum(sign * rows[:, :, C] * lo, sign * rows[:, :, C] * hi).sum(axis=-1)
+    return sign * rows[:, :, flag] + content
 
 
-def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray) -> Fraction:
-    """Certified bound on |error| at trigger query j when its content lies in [lo, hi]."""
-    V, d = [list(r) for r in h.V_exact], h.d
-    wb = trigger_weights(h, j, lo, hi)
-    worst = Fraction(0)
-    for r in range(d):
-        z0 = V[r][task.BOS_FLAG]
-        for sign in (+1, -1):
-            total = max(sign * wb.bos[0] * z0, sign * wb.bos[1] * z0)
-            total += (j - 1) * _term_max(V, r, wb.content, task.content_flag(d), d, j, None, sign)
-            total += _term_max(V, r, wb.own, task.TRIGGER_FLAG, d, j, (lo, hi), sign)
-            worst = max(worst, total)
-    return worst
+def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Certified bound on |error| at trigger query j when its content lies in [lo, hi].
+
+    Relaxation: each key's weight ranges over its enclosure independently of its own content.
+    For fixed weights a the error in coordinate r is at most sum_k phi_k(a_k) with phi_k(a) the
+    support function of sign (a V_r - e_r / j) over key k's token box: convex in a. The weights
+    a = w / sum w with w in a box form a convex set (a linear-fractional image of the box) whose
+    extreme points are images of the box's vertices, so the maximum of the convex sum is at a
+    vertex: BOS and the own key at an end of their ranges and m of the j - 1 interchangeable
+    content keys at the top of theirs (m = 0..j-1). Float64 with a rounding allowance."""
+    V, d = h.V, h.d
+    w = raw_weights(h, lo, hi)
+    combos = np.array([(wb, m, wo) for m in range(j) for wb in w["bos"] for wo in w["own"]])
+    wb, m, wo = combos[:, 0], combos[:, 1], combos[:, 2]
+    c_lo, c_hi = w["content"]
+    D = wb + m * c_hi + (j - 1 - m) * c_lo + wo
+    ones = np.ones(h.n)
+    worst = 0.0
+    for sign in (+1, -1):
+        bos = sign * (wb / D)[:, None] * V[None, :, task.BOS_FLAG]
+        up = _support(V, c_hi / D, j, task.content_flag(d), -ones, ones, sign)
+        down = _support(V, c_lo / D, j, task.content_flag(d), -ones, ones, sign)
+        own = _support(V, wo / D, j, task.TRIGGER_FLAG, lo, hi, sign)
+        total = bos + m[:, None] * up + (j - 1 - m)[:, None] * down + own
+        worst = max(worst, float(total.max()))
+    allowance = 64 * (4 * d + 4 * j) * heads.UNIT_ROUNDOFF * (1 + float(np.abs(V).sum(axis=1).max())) * (j + 2)
+    return worst + allowance
 
 
-def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[int, Fraction]:
+def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[int, float]:
     """Per trigger position j, a bound over its whole query box; ``splits`` bisections (widest
     coordinate) go to whichever sub-box of any j has the largest bound, so the work goes where
     eta_up is decided. Each j's bound is the largest over its leaves."""
@@ -160,7 +140,7 @@ def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[
         left_hi[k], right_lo[k] = mid, mid
         leaves += [(trigger_bound_box(h, j, lo, left_hi), j, lo, left_hi),
                    (trigger_bound_box(h, j, right_lo, hi), j, right_lo, hi)]
-    out: dict[int, Fraction] = {}
+    out: dict[int, float] = {}
     for b, j, _, _ in leaves:
         out[j] = max(out.get(j, b), b)
     return out
