@@ -126,7 +126,7 @@ def heat_map(results: list[dict], path: str | Path) -> Path:
     for ax, data, title in ((axes[0][0], rows, "certified min BOS mass (every input, non-trigger)"),
                             (axes[0][1], meas, "measured mean BOS mass (eval set, trigger 7)")):
         im = ax.imshow(np.array(data)[:, 1:], vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_yticks(range(len(labels)), labels if ax is axes[0][0] else [], fontsize=7)
         ax.set_xticks(range(0, len(data[0]) - 1), range(1, len(data[0])), fontsize=6)
         ax.set_xlabel("query position")
         ax.set_title(title, fontsize=8)

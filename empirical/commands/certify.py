@@ -37,7 +37,8 @@ def _print(label: str, cert: dict, rows: list) -> None:
         for h in cert["heads"]:
             print(f"  L{h['layer']}H{h['head']}: certified min BOS mass {h['min_bos_certified']:.6g}"
                   f" ({'non-vacuous' if h['non_vacuous'] else 'vacuous'}, level {cert['sink_level']})")
-        print(f"  non-vacuous heads: {cert['non_vacuous_fraction']:.2f}")
+        print(f"  non-vacuous heads: {cert['non_vacuous_fraction']:.2f}; non-vacuous (head, query position) pairs: "
+              f"{cert['non_vacuous_query_fraction']:.2f}")
         return
     print("  " + " | ".join(COLUMNS))
     for r in rows:

@@ -171,4 +171,5 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True) -> d
                            "non_vacuous": bool(np.min(values) >= SINK_LEVEL)})
     return {"kind": net.kind, "d": d, "L": L, "residual": net.residual, "heads": report,
             "non_vacuous_fraction": sum(r["non_vacuous"] for r in report) / len(report),
+            "non_vacuous_query_fraction": float(np.mean([v >= SINK_LEVEL for r in report for v in r["per_position"][1:]])),
             "sink_level": SINK_LEVEL}
