@@ -26,8 +26,13 @@ def certify_network(net, L: int) -> dict[str, Any]:
     """Every certificate that applies to ``net`` (pure mathematics; no torch)."""
     from proofs.certify import error, heads, sink, stack, t1
 
-    heads.check_kind(net.kind)
     start = time.perf_counter()
+    if net.kind == "relu" and is_single_head(net):
+        from proofs.certify import free
+
+        out = free.certify_relu(net, L)
+        return {"type": "relu head", **out, "seconds": time.perf_counter() - start}
+    heads.check_kind(net.kind)
     if not is_single_head(net):
         out = stack.certify_stack(net, L)
         out["seconds"] = time.perf_counter() - start
@@ -109,7 +114,11 @@ def heat_map(results: list[dict], path: str | Path) -> Path:
     for r in results:
         cert, m = r["certificate"], r.get("measured")
         L = cert["L"]
-        if cert["type"] == "single head":
+        if cert["type"] == "relu head":
+            rows.append(np.array([np.nan] + [q["max_bos_weight"] for q in cert["queries"]]))
+            labels.append(f"{r['label']} L0H0 (max)")
+            meas.append(np.array(m["heads"][0]["mean"]) if m else np.full(L, np.nan))
+        elif cert["type"] == "single head":
             worst = np.full(L, np.nan)
             for q in cert["queries"]:
                 if q["case"] != "trigger":

@@ -145,3 +145,15 @@ def test_bad_files_exit_2_with_one_line_and_no_output(tmp_path, capsys):
         assert code == 2, (name, err)
         assert len(err.strip().splitlines()) == 1 and words in err, (name, err)
         assert not out_dir.exists(), name
+
+
+def test_relu_head_is_certified_sink_free_and_unsupported_kinds_are_bad_input(tmp_path, capsys):
+    from constructions import abstaining_heads, relu_head
+
+    path = write_network_json(tmp_path / "relu.json", relu_head.build(D))
+    code, out, err = certify(capsys, str(path), "--L", str(L), "--no-measure", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert read(tmp_path / "o")["results"][0]["certificate"]["max_bos_weight"] == 0.0
+    path = write_network_json(tmp_path / "s1.json", abstaining_heads.build_softmax1(D, 4))
+    code, _, err = certify(capsys, str(path), "--L", str(L), "--out", str(tmp_path / "p"))
+    assert code == 2 and "on the simplex" in err and not (tmp_path / "p").exists()

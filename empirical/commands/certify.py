@@ -33,6 +33,10 @@ def _print(label: str, cert: dict, rows: list) -> None:
     from empirical.certify import COLUMNS
 
     print(f"== {label}: {cert['kind']}, d = {cert['d']}, L = {cert['L']}, {cert['type']} ({cert['seconds']:.1f} s)")
+    if cert["type"] == "relu head":
+        print(f"  largest BOS weight over every input and query: {cert['max_bos_weight']:.6g} (exact); largest "
+              f"non-trigger row mass <= {cert['max_row_mass_nontrigger']:.3g}")
+        return
     if cert["type"] == "stack":
         for h in cert["heads"]:
             print(f"  L{h['layer']}H{h['head']}: certified min BOS mass {h['min_bos_certified']:.6g}"
