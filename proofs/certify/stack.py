@@ -19,8 +19,9 @@ bound. It is sound whatever the depth, but boxes widen layer by layer, so deeper
 be vacuous; ``non_vacuous`` counts the heads whose bound is >= ``SINK_LEVEL`` (certified to put
 at least half their mass on BOS at every non-trigger query, on every input).
 
-Float64 throughout; every matrix product's radius is widened by RELATIVE_SLACK of its magnitude
-(more than gamma_d for d < 10^3) and exponentials by the same relative amount.
+Float64 throughout; every matrix product, sum and corner is widened by RELATIVE_SLACK of its
+magnitude (more than gamma_d for d < 10^3), and exponentials and quotients by the same relative
+amount (assuming, as the single-layer search does, a float exponential within 1e-12 relative).
 """
 
 from __future__ import annotations
@@ -90,11 +91,11 @@ def _weight_bounds(kind: str, lo: np.ndarray, hi: np.ndarray, s0: tuple[np.ndarr
     """Bounds on the BOS weight of one query: lo/hi are the keys' (score - BOS score) intervals for
     softmax, or absolute scores for sigmoid_norm (s0 the BOS score interval)."""
     up, down = 1 + RELATIVE_SLACK, 1 - RELATIVE_SLACK  # exp overflow to inf is a valid (vacuous) bound
-    if kind == "softmax":
-        return 1 / (1 + up * np.exp(hi).sum()), 1 / (1 + down * np.exp(lo).sum())
+    if kind == "softmax":  # the outer factors cover the rounding of 1 / (1 + x)
+        return down / (1 + up * np.exp(hi).sum()), up / (1 + down * np.exp(lo).sum())
     sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     b_lo, b_hi = sig(s0[0]) * down, sig(s0[1]) * up
-    return b_lo / (b_lo + up * sig(hi).sum()), b_hi / (b_hi + down * sig(lo).sum())
+    return down * b_lo / (b_lo + up * sig(hi).sum()), up * b_hi / (b_hi + down * sig(lo).sum())
 
 
 def _bilinear(M: np.ndarray, box: Box, i: int, keys: range, ref: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -136,11 +137,14 @@ def layer_step(kind: str, layer: reference.Layer, box: Box, j: int) -> tuple[Box
             p_lo, p_hi = v.lo[1:i + 1].min(axis=0), v.hi[1:i + 1].max(axis=0)
             corners = [a * v0 + (1 - a) * p for a in (a_lo, a_hi) for v0 in (v.lo[0], v.hi[0]) for p in (p_lo, p_hi)]
             o_lo[i], o_hi[i] = np.min(corners, axis=0), np.max(corners, axis=0)
+            pad = RELATIVE_SLACK * (np.abs(o_lo[i]) + np.abs(o_hi[i])) + 1e-300  # rounding of the corners
+            o_lo[i], o_hi[i] = o_lo[i] - pad, o_hi[i] + pad
         lows.append(low)
         block = WO[:, h * d:(h + 1) * d]
         ob = _apply(block, Box((o_lo + o_hi) / 2, (o_hi - o_lo) / 2))
         out_c, out_r = out_c + ob.c, out_r + ob.r
-    return Box(box.c + out_c, box.r + out_r), lows
+    c = box.c + out_c
+    return Box(c, box.r + out_r + RELATIVE_SLACK * (np.abs(c) + box.r + out_r) + 1e-300), lows
 
 
 def certify_stack(net: reference.Network, L: int, exact_first: bool = True) -> dict[str, Any]:
