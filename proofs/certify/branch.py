@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -181,7 +181,6 @@ class Result:
     nodes: int
     closed: bool  # the gap closed to the tolerance (False: node budget reached)
     open_boxes: int = 0
-    history: list = field(default_factory=list)
 
 
 def _reduce(obj, lo: np.ndarray, hi: np.ndarray, rounds: int = 4) -> tuple[np.ndarray, np.ndarray, Bound]:
@@ -197,15 +196,14 @@ def _reduce(obj, lo: np.ndarray, hi: np.ndarray, rounds: int = 4) -> tuple[np.nd
     return lo, hi, obj.bound(lo, hi)
 
 
-def maximise(obj, n: int, rtol: float = 1e-9, max_nodes: int = 20_000, batch: int = 256,
-             start: np.ndarray | None = None) -> Result:
+def maximise(obj, n: int, rtol: float = 1e-9, max_nodes: int = 20_000, batch: int = 256) -> Result:
     """Certified maximum of ``obj`` over [-1, 1]^n: ``upper`` >= every value; ``best`` is
     attained at ``witness``; the search stops when upper <= best + rtol |best| or after
     ``max_nodes`` boxes."""
-    best_c = np.zeros(n) if start is None else np.asarray(start, float)
+    best_c = np.zeros(n)
     best = float(obj.value(best_c[None])[0])
     heap: list = []  # (-ub, id); boxes kept in dicts
-    boxes: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    boxes: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}  # lo, hi, exponents, score
     counter = 0
 
     def push(lo, hi):
