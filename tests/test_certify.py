@@ -233,3 +233,18 @@ def test_sink_level_of_non_vacuous_heads_is_pinned():
     high = stack.certify_stack(softmax_head.build(4, 2), 5)["heads"][0]
     assert 0.25 < low["min_bos_certified"] < 0.5 < high["min_bos_certified"] < 1.0
     assert stack.SINK_LEVEL == 0.5 and not low["non_vacuous"] and high["non_vacuous"]
+
+
+def test_t1_end_to_end_on_a_trained_head():
+    # A trained seed (the stop rule at ~900 steps): certified over every input, T1 at its
+    # certified eta_up must not be contradicted by any query (a refutation fails this test).
+    from empirical.certify import certify_network
+    from empirical.train import TrainConfig, train
+    from empirical.weights import networks_from_summary
+
+    summary = train(TrainConfig(seeds=(0,), eval_sequences=16, log_every=10_000), quiet=True)
+    cert = certify_network(networks_from_summary(summary)[0].network, 16)
+    assert cert["all_exact"] and cert["min_bos_nontrigger"] > 0.999
+    assert cert["eta"]["eta_lo"] <= cert["eta"]["eta_up"] <= 1 / 12  # T1 (a) applies
+    assert cert["t1"]["overall"] != "refutes T1"
+    assert all(r["verdict"] in ("consistent", "T1 does not apply") for r in cert["t1"]["rows"])
