@@ -111,9 +111,11 @@ def _bilinear(M: np.ndarray, box: Box, i: int, keys: range, ref: int | None) -> 
     return mid - rad, mid + rad
 
 
-def layer_step(kind: str, layer: reference.Layer, box: Box, j: int) -> tuple[Box, list[np.ndarray]]:
+def layer_step(kind: str, layer: reference.Layer, box: Box, j: int,
+               exact: list[dict] | None = None) -> tuple[Box, list[np.ndarray]]:
     """One residual layer on the stream box; returns the new box and per head the lower bounds of
-    a_i0 at every position (NaN at BOS and the trigger)."""
+    a_i0 at every position (NaN at BOS and the trigger). ``exact[h]`` maps (query, case) to the
+    head's exact single-layer certificate (layer 0 only), which tightens its weights."""
     L, d = box.c.shape
     out_c, out_r = np.zeros((L, d)), np.zeros((L, d))
     WO = _float_matrix(layer.W_O)
@@ -132,6 +134,10 @@ def layer_step(kind: str, layer: reference.Layer, box: Box, j: int) -> tuple[Box
             else:
                 lo, hi = _bilinear(M, box, i, range(0, i + 1), None)
                 a_lo, a_hi = _weights(kind, lo[1:], hi[1:], (lo[:1], hi[:1]))
+            if exact is not None:
+                case = "trigger" if i == j else ("before" if i < j else "after")
+                bound = exact[h][(i, case)]
+                a_lo, a_hi = (a_lo, min(a_hi, bound)) if case == "trigger" else (max(a_lo, bound), a_hi)
             if i != j:
                 low[i] = a_lo
             p_lo, p_hi = v.lo[1:i + 1].min(axis=0), v.hi[1:i + 1].max(axis=0)
@@ -152,20 +158,15 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True) -> d
     heads.check_kind(net.kind)
     d = net.d
     per = [[np.full(L, np.inf) for _ in range(layer.heads)] for layer in net.layers]
+    exact0 = [{(q["position"], q["case"]): q["certified"] for q in sink.certify_head(net, L, 0, h)["queries"]}
+              for h in range(net.layers[0].heads)] if exact_first else None
     for j in range(2, L):
         box = input_box(d, L, j)
         for n, layer in enumerate(net.layers):
-            new, lows = layer_step(net.kind, layer, box, j)
+            new, lows = layer_step(net.kind, layer, box, j, exact0 if n == 0 else None)
             for h, low in enumerate(lows):
                 per[n][h] = np.fmin(per[n][h], low)
             box = new if net.residual else Box(new.c - box.c, new.r - box.r)
-    exact0 = [sink.certify_head(net, L, 0, h) for h in range(net.layers[0].heads)] if exact_first else []
-    for h, cert in enumerate(exact0):
-        worst = np.full(L, np.inf)
-        for q in cert["queries"]:
-            if q["case"] != "trigger":
-                worst[q["position"]] = min(worst[q["position"]], q["certified"])
-        per[0][h] = np.fmax(per[0][h], worst)  # both are valid lower bounds: keep the larger
     report = []
     for n, layer_bounds in enumerate(per):
         for h, low in enumerate(layer_bounds):
