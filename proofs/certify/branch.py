@@ -66,10 +66,11 @@ def exponent_upper(E: Exponent, lo: np.ndarray, hi: np.ndarray) -> ExponentBound
             coef, mu = ratio, np.where(cross, -(l0 - rho) * (1 + ratio), 0.0)
         else:  # -|l| <= -ratio * l (|ratio| <= 1: a subgradient of |.|)
             coef, mu = -ratio, np.zeros_like(l0)
-        A0 = A0 + (coef * l0 + mu).sum(axis=1)
-        grad = grad + coef @ E.K
-        dmid = dmid + E.s * np.where(cross, 0.0, sign) @ E.K
-        drad = drad + np.where(cross, 1.0, 0.0) @ np.abs(E.K)
+        w = E.weights
+        A0 = A0 + (coef * l0 + mu) @ w
+        grad = grad + (coef * w) @ E.K
+        dmid = dmid + E.s * (np.where(cross, 0.0, sign) * w) @ E.K
+        drad = drad + (np.where(cross, 1.0, 0.0) * w) @ np.abs(E.K)
     slack = E.slack()
     ub = A0 + (np.abs(grad) * r).sum(axis=1) + rem + slack
     return ExponentBounds(ub, A0, grad, dmid - drad - slack, dmid + drad + slack)

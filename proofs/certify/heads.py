@@ -113,19 +113,25 @@ def check_kind(kind: str) -> None:
 
 @dataclass(frozen=True)
 class Exponent:
-    """E(c) = a + p . c + c^T S c + s * ||b + K c||_1 (S symmetric; b, K shared per query)."""
+    """E(c) = a + p . c + c^T S c + s * sum_r w_r |b_r + K_r c| (S symmetric; b, K shared per
+    query; the weights w >= 0 are all 1 for the task's content box, a key's radii in a stack)."""
 
     a: float
     p: np.ndarray  # [n]
     S: np.ndarray  # [n, n] symmetric
     s: int  # -1, 0 or +1
-    b: np.ndarray  # [n]
-    K: np.ndarray  # [n, n]: K[r, k]
+    b: np.ndarray  # [R]
+    K: np.ndarray  # [R, n]: K[r, k]
+    w: np.ndarray | None = None  # [R], None: all ones
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.ones(len(self.b)) if self.w is None else self.w
 
     def magnitude(self) -> float:
         """An upper bound on |every partial sum| met while evaluating E on [-1, 1]^n."""
         return float(abs(self.a) + np.abs(self.p).sum() + np.abs(self.S).sum()
-                     + abs(self.s) * (np.abs(self.b).sum() + np.abs(self.K).sum()))
+                     + abs(self.s) * (self.weights @ (np.abs(self.b) + np.abs(self.K).sum(axis=1))))
 
     def slack(self) -> float:
         """Rounding allowance for float64 bounds of E on the box: 64 gamma_N (magnitude + 1),
@@ -134,12 +140,12 @@ class Exponent:
         return 64 * N * UNIT_ROUNDOFF * (self.magnitude() + 1)
 
     def negated(self) -> "Exponent":
-        return Exponent(-self.a, -self.p, -self.S, -self.s, self.b, self.K)
+        return Exponent(-self.a, -self.p, -self.S, -self.s, self.b, self.K, self.w)
 
     def value(self, c: np.ndarray) -> np.ndarray:
         """E at points c [N, n] (float64)."""
         quad = np.einsum("ni,ij,nj->n", c, self.S, c)
-        return self.a + c @ self.p + quad + self.s * np.abs(self.b + c @ self.K.T).sum(axis=-1)
+        return self.a + c @ self.p + quad + self.s * np.abs(self.b + c @ self.K.T) @ self.weights
 
 
 def _content(d: int) -> list[int]:

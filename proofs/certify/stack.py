@@ -8,8 +8,12 @@ its flags exactly and its content in [-1, 1]^n. Through each layer and head:
   bilinear form); the BOS stream is a point at every layer (query 0 sees only itself);
 - softmax: a_i0 >= 1 / (1 + sum_{k=1..i} exp(max(s_ik - s_i0))) and a_i0 <= the same with the
   minima; sum-normalised sigmoid: the same with sigmoid(s) / sigmoid(s_0) on absolute scores;
-- the head output o_i = a_i0 v_0 + (1 - a_i0) p, p in the hull of v_1..v_i (rows on the simplex),
-  is enclosed coordinate by coordinate at the corners of (a_i0, p); W_O maps it, the residual adds it.
+- the head output o_i = a_i0 u_0 + (1 - a_i0) p with u_k = W_O^h W_V^h x_k (the product formed
+  exactly) and p in the hull of u_1..u_i (rows on the simplex), enclosed coordinate by coordinate at
+  the corners of (a_i0, p); the heads' outputs add, and the residual adds them to the stream;
+- deeper layers also get a per-query search (``query_bound``): keys vary independently in their
+  boxes, so each key's score is its support function given the query, and the query's own box is
+  searched by ``branch.maximise`` as for a single layer.
 
 Layer 0's heads see the tokens themselves, so their figure is the exact single-layer certificate
 of ``sink`` (far tighter than the boxes); deeper layers use the propagated boxes.
@@ -33,7 +37,7 @@ import numpy as np
 
 from constructions import reference, task
 
-from . import heads, sink
+from . import branch, heads, sink
 
 RELATIVE_SLACK = 1e-12
 SINK_LEVEL = 0.5
@@ -111,19 +115,47 @@ def _bilinear(M: np.ndarray, box: Box, i: int, keys: range, ref: int | None) -> 
     return mid - rad, mid + rad
 
 
-def layer_step(kind: str, layer: reference.Layer, box: Box, j: int,
+QUERY_NODES = 300  # boxes per query of the deeper layers' per-query search (its bound is certified anyway)
+
+
+def query_bound(M: np.ndarray, box: Box, i: int) -> float:
+    """Certified lower bound on a_i0 (softmax) at query i when every stream vector lies in its box.
+
+    Relaxation: each key's stream (and BOS's) varies in its own box independently. For a fixed
+    query x_i, key k's score minus BOS's is then at most g . (c_k - c_0) + sum_r |g_r| (r_k + r_0)_r
+    with g = M^T x_i (the support function), and the query's own term is the quadratic
+    x_i^T M x_i - x_i^T M c_0 plus sum_r |g_r| r_0,r; the query's box is searched by
+    ``branch.maximise`` exactly as for a single layer."""
+    free = np.nonzero(box.r[i] > 0)[0]
+    n = len(free)
+    ci, c0, r0 = box.c[i], box.c[0], box.r[0]
+    D = np.diag(box.r[i])[:, free]  # [d, n]: x_i = c_i + D u, u in [-1, 1]^n
+    b, K = M.T @ ci, M.T @ D
+    zero = np.zeros((n, n))
+    terms = [(1.0, heads.Exponent(float((box.c[k] - c0) @ b), K.T @ (box.c[k] - c0), zero, +1, b, K, box.r[k] + r0))
+             for k in range(1, i)]
+    sym = (M + M.T) / 2
+    own_a = float(ci @ M @ ci - ci @ M @ c0)
+    own_p = D.T @ (M @ ci + M.T @ ci - M @ c0)
+    terms.append((1.0, heads.Exponent(own_a, own_p, D.T @ sym @ D, +1, b, K, r0)))
+    res = branch.maximise(branch.ExpSum(terms, +1), n, rtol=1e-6, max_nodes=QUERY_NODES)
+    from mpmath import iv
+
+    return float((1 / (1 + iv.mpf(res.upper))).a)
+
+
+def layer_step(kind: str, maps: list[heads.Head], box: Box, j: int,
                exact: list[dict] | None = None) -> tuple[Box, list[np.ndarray]]:
-    """One residual layer on the stream box; returns the new box and per head the lower bounds of
-    a_i0 at every position (NaN at BOS and the trigger). ``exact[h]`` maps (query, case) to the
-    head's exact single-layer certificate (layer 0 only), which tightens its weights."""
+    """One layer on the stream box (``maps``: each head's exact M and V = W_O^h W_V^h); returns
+    the layer's output box and per head the lower bounds of a_i0 at every position (NaN at BOS
+    and the trigger). ``exact[h]`` maps (query, case) to the head's exact single-layer
+    certificate (layer 0 only), which tightens its weights."""
     L, d = box.c.shape
     out_c, out_r = np.zeros((L, d)), np.zeros((L, d))
-    WO = _float_matrix(layer.W_O)
     lows = []
-    for h in range(layer.heads):
-        WQ, WK = _float_matrix(layer.W_Q[h]), _float_matrix(layer.W_K[h])
-        M = WQ.T @ WK
-        v = _apply(_float_matrix(layer.W_V[h]), box)
+    for h, hm in enumerate(maps):
+        M = hm.M
+        v = _apply(hm.V, box)  # value images u_k = V x_k, formed from the exact product
         low = np.full(L, np.nan)
         o_lo, o_hi = np.zeros((L, d)), np.zeros((L, d))
         o_lo[0], o_hi[0] = v.lo[0], v.hi[0]
@@ -133,7 +165,9 @@ def layer_step(kind: str, layer: reference.Layer, box: Box, j: int,
                 a_lo, a_hi = _weights(kind, lo, hi, None)
             else:
                 lo, hi = _bilinear(M, box, i, range(0, i + 1), None)
-                a_lo, a_hi = _weights(kind, lo[1:], hi[1:], (lo[:1], hi[:1]))
+                a_lo, a_hi = (float(x) for x in _weights(kind, lo[1:], hi[1:], (lo[0], hi[0])))
+            if exact is None and kind == "softmax" and i != j and a_lo < 1 - 1e-3:
+                a_lo = max(a_lo, query_bound(M, box, i))
             if exact is not None:
                 case = "trigger" if i == j else ("before" if i < j else "after")
                 bound = exact[h][(i, case)]
@@ -146,11 +180,9 @@ def layer_step(kind: str, layer: reference.Layer, box: Box, j: int,
             pad = RELATIVE_SLACK * (np.abs(o_lo[i]) + np.abs(o_hi[i])) + 1e-300  # rounding of the corners
             o_lo[i], o_hi[i] = o_lo[i] - pad, o_hi[i] + pad
         lows.append(low)
-        block = WO[:, h * d:(h + 1) * d]
-        ob = _apply(block, Box((o_lo + o_hi) / 2, (o_hi - o_lo) / 2))
-        out_c, out_r = out_c + ob.c, out_r + ob.r
-    c = box.c + out_c
-    return Box(c, box.r + out_r + RELATIVE_SLACK * (np.abs(c) + box.r + out_r) + 1e-300), lows
+        out_c, out_r = out_c + (o_lo + o_hi) / 2, out_r + (o_hi - o_lo) / 2
+    pad = RELATIVE_SLACK * (np.abs(out_c) + out_r) + 1e-300  # rounding of the centre-radius sums
+    return Box(out_c, out_r + pad), lows
 
 
 def certify_stack(net: reference.Network, L: int, exact_first: bool = True) -> dict[str, Any]:
@@ -160,13 +192,18 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True) -> d
     per = [[np.full(L, np.inf) for _ in range(layer.heads)] for layer in net.layers]
     exact0 = [{(q["position"], q["case"]): q["certified"] for q in sink.certify_head(net, L, 0, h)["queries"]}
               for h in range(net.layers[0].heads)] if exact_first else None
+    maps = [[heads.head_maps(net, n, h) for h in range(layer.heads)] for n, layer in enumerate(net.layers)]
     for j in range(2, L):
         box = input_box(d, L, j)
-        for n, layer in enumerate(net.layers):
-            new, lows = layer_step(net.kind, layer, box, j, exact0 if n == 0 else None)
+        for n in range(len(net.layers)):
+            out, lows = layer_step(net.kind, maps[n], box, j, exact0 if n == 0 else None)
             for h, low in enumerate(lows):
                 per[n][h] = np.fmin(per[n][h], low)
-            box = new if net.residual else Box(new.c - box.c, new.r - box.r)
+            if net.residual:
+                c = box.c + out.c
+                box = Box(c, box.r + out.r + RELATIVE_SLACK * (np.abs(c) + box.r + out.r) + 1e-300)
+            else:
+                box = out
     report = []
     for n, layer_bounds in enumerate(per):
         for h, low in enumerate(layer_bounds):
