@@ -94,7 +94,9 @@ def training_certificates(summaries: dict, quick: bool = False) -> tuple[list[di
                        "columns": ["seed", "head", "certified min a_i0 (non-trigger)", f"at level {0.5}", "seconds"],
                        "rows": rows,
                        "note": "Layer 0 exact (single-layer certificate); layer 1 by interval bound propagation of the "
-                               "residual stream, which widens the boxes: its bounds are vacuous."})
+                               "residual stream plus a per-query search: certified at the first queries, vacuous "
+                               "after the trigger, whose stream box (token plus both heads' outputs, enclosed "
+                               "independently) is too wide."})
         claims.append({
             "claim": "2 x 2 softmax stack: per-head BOS mass certified over every input (interval propagation)",
             "verdict": "verified exactly",
