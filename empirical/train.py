@@ -213,8 +213,16 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
                          "steps_per_second": steps_run / seconds if seconds > 0 else None,
                          "threads": torch.get_num_threads()}
     summary["config"] = dataclasses.asdict(config)
+    _store_weights(summary, model)
     summary["provenance"] = files.provenance(config, list(config.seeds), device)
     return files.to_jsonable(summary)
+
+
+def _store_weights(summary: dict, model) -> None:
+    """The final weights per member (``sinks certify`` reads them; ``empirical.weights``)."""
+    from empirical.weights import model_weights
+
+    summary["weights"] = model_weights(model)
 
 
 def _freeze(opt, active, members: list[int]) -> None:

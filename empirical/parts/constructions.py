@@ -159,6 +159,13 @@ def _multihead_claims(exact: dict) -> list[dict]:
     ]
 
 
+def _certificates():
+    """The constructions certified over every input (issue 12; ``empirical.certify_parts``)."""
+    from empirical.certify_parts import construction_certificates
+
+    return construction_certificates()
+
+
 def _verdict(verdicts: list) -> str:
     return "verified exactly" if all(v.ok for v in verdicts) else "failed"
 
@@ -229,8 +236,9 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
         "rows": rows,
         "note": "ReLU: exact construction, float rounding only. Softmax: error grows with L as (L-1)/(e^beta+L-1).",
     }
+    cert_tables, cert_claims, certificates = _certificates()
     return {
-        "claims": claims, "tables": [table],
+        "claims": claims + cert_claims, "tables": [table] + cert_tables, "certificates": certificates,
         "exact": {name: [vars(v) for v in vs] for name, vs in exact.items()},
         "float": records,
     }

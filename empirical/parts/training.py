@@ -86,13 +86,22 @@ def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
     summaries = {(r.kind, r.layers, r.heads): outcome.records[j.run_id]["result"] for r, j in zip(runs, job_list)}
     figures = _figures(Path(results_dir), summaries)
+    cert_tables, cert_claims, certificates = _certificates(summaries, quick)
     return {
-        "claims": _claims(summaries, figures),
-        "tables": [_runs_table(summaries), _heads_table(summaries)],
+        "claims": _claims(summaries, figures) + cert_claims,
+        "tables": [_runs_table(summaries), _heads_table(summaries)] + cert_tables,
+        "certificates": certificates,
         "runs": {f"{k}-{l}x{h}": _run_digest(s, j.run_id)
                  for ((k, l, h), s), j in zip(summaries.items(), job_list)},
         "budget_note": __doc__.split("Budgets")[1].strip() if "Budgets" in __doc__ else "",
     }
+
+
+def _certificates(summaries: dict, quick: bool):
+    """Certificates over every input of the trained heads (issue 12; ``empirical.certify_parts``)."""
+    from empirical.certify_parts import training_certificates
+
+    return training_certificates(summaries, quick)
 
 
 # ----------------------------------------------------------------------------------------
