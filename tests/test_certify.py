@@ -249,3 +249,20 @@ def test_t1_end_to_end_on_a_trained_head():
     assert cert["eta"]["eta_lo"] <= cert["eta"]["eta_up"] <= 1 / 12  # T1 (a) applies
     assert cert["t1"]["overall"] != "refutes T1"
     assert all(r["verdict"] in ("consistent", "T1 does not apply") for r in cert["t1"]["rows"])
+
+
+def test_certified_floats_round_outward_at_any_interval_precision():
+    """A certified lower end converted to float never lands above the true value, however many
+    bits the interval context carries (float() alone rounds to nearest)."""
+    from mpmath import iv
+
+    from proofs.certify import replay
+
+    old = iv.prec
+    try:
+        iv.dps = 40
+        for n in range(1, 60):
+            x = 1 / (1 + iv.mpf(n) / iv.exp(3))  # not a float: round-to-nearest errs either way
+            assert iv.mpf(replay.down(x)) <= x.a and iv.mpf(replay.up(x)) >= x.b
+    finally:
+        iv.prec = old

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import replay
 from .heads import Exponent
 
 PRUNE_MARGIN = 1e-12  # relative; covers the float exponential's error (< 1e-15 in practice)
@@ -124,7 +125,7 @@ class ExpSum:
         best = -math.inf
         for row in exponents:
             total = sum((iv.mpf(w) * iv.exp(iv.mpf(float(e))) for (w, _), e in zip(self.terms, row)), iv.mpf(0))
-            best = max(best, float((self.sign * total).b))
+            best = max(best, replay.up(self.sign * total))
         return best
 
 
@@ -166,7 +167,7 @@ class SigmoidSum:
         for row in exponents:
             g = log_sigmoid(row[-1])
             total = sum((iv.mpf(w) * iv.exp(log_sigmoid(e) - g) for (w, _), e in zip(self.terms, row[:-1])), iv.mpf(0))
-            best = max(best, float((self.sign * total).b))
+            best = max(best, replay.up(self.sign * total))
         return best
 
 

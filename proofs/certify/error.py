@@ -83,7 +83,7 @@ def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray) -> dict[str, tupl
     def w(x):
         return iv.exp(iv.mpf(x)) if h.kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(x)))
 
-    return {k: (float(w(a).a), float(w(b).b)) for k, (a, b) in _exponent_ranges(h, lo[None], hi[None]).items()}
+    return {k: (replay.down(w(a)), replay.up(w(b))) for k, (a, b) in _exponent_ranges(h, lo[None], hi[None]).items()}
 
 
 def _support(V: np.ndarray, a: np.ndarray, j: int, flag: int, lo: np.ndarray, hi: np.ndarray, sign: int) -> np.ndarray:
@@ -259,5 +259,5 @@ def eta_lower(net: reference.Network, h: heads.Head, L: int, seed: int = 0) -> d
             e = abs(Y[i][r] - replay.iv_number(y[i][r]))
             if worst is None or e.a > worst.a:
                 worst, where = e, (i, r)
-    return {"eta_lo": float(worst.a), "float_search": err, "trigger": j, "position": where[0], "coordinate": where[1],
+    return {"eta_lo": replay.down(worst), "float_search": err, "trigger": j, "position": where[0], "coordinate": where[1],
             "contents": contents.tolist()}

@@ -47,5 +47,30 @@ def replay(net: reference.Network, X: Sequence[Sequence[Any]], ivnet: reference.
     return reference.forward(ivnet or iv_network(net), rows, iv_ops())
 
 
+def down(x) -> float:
+    """The largest float <= the interval ``x`` (its lower end rounded toward -inf).
+
+    ``float()`` rounds to nearest, which can land above the true value when the interval
+    context carries more than 53 bits; a certified lower bound must never do that."""
+    import math
+
+    from mpmath import iv
+
+    lo = x.a if hasattr(x, "a") else iv.mpf(x)
+    f = float(lo)
+    return f if iv.mpf(f) <= lo else math.nextafter(f, -math.inf)
+
+
+def up(x) -> float:
+    """The smallest float >= the interval ``x`` (its upper end rounded toward +inf)."""
+    import math
+
+    from mpmath import iv
+
+    hi = x.b if hasattr(x, "b") else iv.mpf(x)
+    f = float(hi)
+    return f if iv.mpf(f) >= hi else math.nextafter(f, math.inf)
+
+
 def to_fractions(values) -> list[Fraction]:
     return [exact(float(v)) for v in values]

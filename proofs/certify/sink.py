@@ -112,11 +112,11 @@ def certify_query(net: reference.Network, h: heads.Head, L: int, i: int, case: s
     res = branch.maximise(obj, h.n, rtol=rtol, max_nodes=max_nodes)
     R = iv.mpf(res.upper) if case != "trigger" else iv.mpf(-res.upper)
     a = 1 / (1 + R)
-    certified = float(a.a) if case != "trigger" else float(a.b)
+    certified = replay.down(a) if case != "trigger" else replay.up(a)
     key = heads.key_argmax(h.M, f, res.witness, s)
     X, j = witness_sequence(h.d, L, i, case, res.witness, key)
     w = bos_weight(net, X, i)
-    return QueryBound(i, case, certified, float(w.a), float(w.b), j, res.witness.tolist(), key.tolist(),
+    return QueryBound(i, case, certified, replay.down(w), replay.up(w), j, res.witness.tolist(), key.tolist(),
                       res.closed, res.nodes)
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from constructions import reference, task
 
-from . import branch, heads, sink
+from . import branch, heads, replay, sink
 
 RELATIVE_SLACK = 1e-12
 SINK_LEVEL = 0.5
@@ -141,7 +141,7 @@ def query_bound(M: np.ndarray, box: Box, i: int) -> float:
     res = branch.maximise(branch.ExpSum(terms, +1), n, rtol=1e-6, max_nodes=QUERY_NODES)
     from mpmath import iv
 
-    return float((1 / (1 + iv.mpf(res.upper))).a)
+    return replay.down(1 / (1 + iv.mpf(res.upper)))
 
 
 def layer_step(kind: str, maps: list[heads.Head], box: Box, j: int,
