@@ -253,7 +253,7 @@ def test_t1_end_to_end_on_a_trained_head():
 
 def test_certified_floats_round_outward_at_any_interval_precision():
     """A certified lower end converted to float never lands above the true value, however many
-    bits the interval context carries (float() alone rounds to nearest)."""
+    bits the interval context carries (float() of an interval end rounds one way only)."""
     from mpmath import iv
 
     from proofs.certify import replay
@@ -262,7 +262,7 @@ def test_certified_floats_round_outward_at_any_interval_precision():
     try:
         iv.dps = 40
         for n in range(1, 60):
-            x = 1 / (1 + iv.mpf(n) / iv.exp(3))  # not a float: round-to-nearest errs either way
+            x = 1 / (1 + iv.mpf(n) / iv.exp(3))  # not a float, so one direction of float() errs
             assert iv.mpf(replay.down(x)) <= x.a and iv.mpf(replay.up(x)) >= x.b
     finally:
         iv.prec = old

@@ -50,8 +50,8 @@ def replay(net: reference.Network, X: Sequence[Sequence[Any]], ivnet: reference.
 def down(x) -> float:
     """The largest float <= the interval ``x`` (its lower end rounded toward -inf).
 
-    ``float()`` rounds to nearest, which can land above the true value when the interval
-    context carries more than 53 bits; a certified lower bound must never do that."""
+    ``float()`` of an interval end rounds one way only, so with more than 53 bits in the
+    interval context one of the two ends lands on the wrong side; a certificate must never."""
     import math
 
     from mpmath import iv
