@@ -14,14 +14,7 @@ from proofs.planted_false_statements import CONTROLS
 from proofs.verdict import Evidence, Verdict, timed
 
 # Statements whose honest verdict is not "proved" (refuted by an exact counterexample, or open).
-EXPECTED = {
-    "t2_multi_layer_existential": "refuted",
-    "t2_sink_at_some_query": "refuted",
-    "t2_two_heads_sink_at_some_query": "unknown",
-    "t2_one_head_per_layer": "unknown",
-    "t1a_tightened_per_content": "refuted",
-    "t1b_tightened_per_content": "refuted",
-}
+EXPECTED = registry.EXPECTED
 STATEMENTS = [n for n in registry.names() if n not in CONTROLS and n not in EXPECTED]
 
 
@@ -122,6 +115,20 @@ def test_prove_command_writes_results_with_provenance(tmp_path):
     assert [v["status"] for v in record["verdicts"]] == ["proved", "refuted"]
     assert record["all_as_expected"] and "versions" in record["provenance"]
     assert [c["verdict"] for c in record["claims"]] == ["refuted"]  # only the planted claim's statements ran
+
+
+def test_prove_exit_status_follows_the_stated_verdicts(tmp_path, monkeypatch, capsys):
+    """T2 refuted is the suite's finding (exit 0); had it been stated proved, the same verdict
+    is reported as unexpected with exit 1."""
+    import argparse
+
+    from empirical.commands import prove
+
+    args = argparse.Namespace(names=["t2_multi_layer_existential"], out=str(tmp_path), list=False)
+    assert prove.run(args) == 0
+    monkeypatch.setitem(registry.EXPECTED, "t2_multi_layer_existential", "proved")
+    assert prove.run(args) == 1
+    assert "UNEXPECTED: the suite states proved" in capsys.readouterr().out
 
 
 def test_prove_output_is_readable_by_the_report(tmp_path):
