@@ -8,22 +8,24 @@ content-type symmetry), the box added as a proved hint. See ``encode`` for why U
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 
-from . import encode
+from . import encode, farkas
 from .classes import POST, PRE, PositionClass, enumerate_classes, violation_classes
 from .session import Session, answer_status, sat_status
-from .verdict import SearchResult, combine
+from .linear import NotLinear, parse_facts
+from .verdict import LP_CHECKER, SearchResult, Step, combine
 
 BOX_DIGITS = 10 ** 4
 BOX_TRIES = ((0, True), (0, False), (1, True), (1, False))  # (seed, solve-eqs first)
 BOX_TRY_S = 5.0  # one closed LP normally answers in ~1 s; a stalled one gets another try
 
 
-def _round_up(x: Fraction) -> Fraction:
-    """A short rational at least 1/1000 above x: the closed check of the bound is then clearly
-    infeasible (bounds within 1e-4 of the LP optimum made z3 stall), the box barely looser."""
-    return Fraction(math.floor((x + Fraction(1, 1000)) * BOX_DIGITS) + 1, BOX_DIGITS)
+def _round_up(x: Fraction, slack: Fraction = Fraction(1, 1000)) -> Fraction:
+    """A short rational more than ``slack`` above x (z3 fallback: bounds within 1e-4 of the LP
+    optimum made z3 stall, so it gets 1/1000; an exact certificate needs no slack)."""
+    return Fraction(math.floor((x + slack) * BOX_DIGITS) + 1, BOX_DIGITS)
 
 
 def _content_swap(b: int, c: int) -> int:
@@ -31,32 +33,67 @@ def _content_swap(b: int, c: int) -> int:
     return {2: b + 1, b + 1: 2}.get(c, c)
 
 
+def _where(s: Session, b: int, c: int, sign: int, bound: Fraction) -> str:
+    return f"u[{s.inst.type_label(b)}][{c}] {'<=' if sign > 0 else '>='} x + {bound if sign > 0 else -bound}"
+
+
+def certified_bound(s: Session, b: int, c: int, sign: int) -> Fraction | None:
+    """sign * (u_b,c - x_b,c) <= bound with an exact Farkas certificate of the step's own query
+    (HiGHS finds the LP dual, ``farkas.check_infeasible`` checks it in Fractions); None when no
+    certificate was found or it did not check (then z3 is asked instead)."""
+    inst = s.inst
+    start = time.perf_counter()
+    lp = encode.box_lp(inst, inst.eps, b, c, sign)
+    try:
+        found = farkas.certified_max(parse_facts(lp.asserts), "OBJ")
+    except NotLinear:
+        return None
+    if found is None:
+        return None
+    value, y, _ = found
+    bound = _round_up(value, Fraction(0))
+    query = encode.box_bound_check(inst, inst.eps, b, c, sign, bound)
+    rows = parse_facts(query.asserts)
+    if not farkas.check_infeasible(rows, farkas.bound_certificate(y, len(rows) - 1)):
+        return None
+    text = query.text()
+    s.emit(text, "LRA-box", _where(s, b, c, sign, bound), "unsat")
+    s.steps.append(Step("LRA-box", _where(s, b, c, sign, bound), "unsat", "unsat", round(time.perf_counter() - start, 4),
+                        f"Farkas certificate, {len(y) + 1} rows", text if s.keep_text else None, LP_CHECKER))
+    return bound
+
+
+def z3_bound(s: Session, b: int, c: int, sign: int) -> Fraction | None:
+    """The fallback: z3 maximises, then one UNSAT query certifies the rounded bound."""
+    inst = s.inst
+    ans = s.runner.maximize(encode.box_lp(inst, inst.eps, b, c, sign).text(), s.timeout_s)
+    obj = ans.model.get("OBJ") if ans.result == "sat" else None
+    if not isinstance(obj, Fraction):
+        return None
+    bound = _round_up(obj)
+    # z3's simplex sometimes stalls on these LPs (same query: 1 s or a timeout);
+    # equation solving first avoids it, and an unknown is retried with other seeds
+    ans = s.run(encode.box_bound_check(inst, inst.eps, b, c, sign, bound).text(), "LRA-box",
+                _where(s, b, c, sign, bound), tries=BOX_TRIES, budget=min(s.timeout_s, BOX_TRY_S))
+    return bound if ans.result == "unsat" else None
+
+
 def value_box(s: Session) -> dict[tuple[int, int], tuple[Fraction | None, Fraction | None]] | None:
-    """Step 1: LPs find the box; one UNSAT query per bound over the trigger classes certifies it.
-    On a symmetric instance only content type 1 (and T) is computed; type b's box is type 1's
-    with the coordinates of 1 and b swapped (the symmetry maps solutions to solutions)."""
+    """Step 1: one bound per (type, coordinate, side), each certified by an exact LP certificate
+    (or, failing that, by z3's UNSAT). On a symmetric instance only content type 1 (and T) is
+    computed; type b's box is type 1's with the coordinates of 1 and b swapped (the symmetry maps
+    solutions to solutions)."""
     inst = s.inst
     symmetric = inst.symmetric()
     computed = [1, inst.trigger] if symmetric else list(inst.query_types)
     box: dict[tuple[int, int], tuple[Fraction | None, Fraction | None]] = {}
     for b in computed:
         for c in encode.kept_coords(inst):
-            bounds = []
             for sign in (1, -1):
-                ans = s.runner.maximize(encode.box_lp(inst, inst.eps, b, c, sign).text(), s.timeout_s)
-                obj = ans.model.get("OBJ") if ans.result == "sat" else None
-                bounds.append(_round_up(obj) if isinstance(obj, Fraction) else None)
-            for sign, bound in zip((1, -1), bounds):
+                bound = certified_bound(s, b, c, sign) if s.box_certificates else None
                 if bound is None:
-                    continue
-                side = "<=" if sign > 0 else ">="
-                shown = bound if sign > 0 else -bound
-                # z3's simplex sometimes stalls on these LPs (same query: 1 s or a timeout);
-                # equation solving first avoids it, and an unknown is retried with other seeds
-                ans = s.run(encode.box_bound_check(inst, inst.eps, b, c, sign, bound).text(), "LRA-box",
-                            f"u[{inst.type_label(b)}][{c}] {side} x + {shown}", tries=BOX_TRIES,
-                            budget=min(s.timeout_s, BOX_TRY_S))
-                if ans.result == "unsat":
+                    bound = z3_bound(s, b, c, sign)
+                if bound is not None:
                     lo0, hi0 = box.get((b, c), (None, None))
                     box[(b, c)] = (lo0, bound) if sign > 0 else (-bound, hi0)
     if symmetric:

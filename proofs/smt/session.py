@@ -34,6 +34,8 @@ class Session:
         self.steps: list[Step] = []
         self.at: list[PositionClass] | None = None  # restrict the violation classes (tests, demos)
         self.runner = Z3Runner()
+        self.keep_text = False  # keep each step's query (a recheck by a second solver reads it)
+        self.box_certificates = True  # value-box bounds by exact LP certificates (False: z3 only)
         self.n_emitted = 0
         # what the claim predicts for a violation query: none for kinds that cannot abstain
         self.slot = slot  # a slot kind (weights E / (1 + sum E)): the BOS weight is free too
@@ -63,7 +65,8 @@ class Session:
         for seed, preprocess in tries:
             ans = self.runner.check(text, budget, seed, preprocess)
             note = f" (seed {seed}{', solve-eqs' if preprocess else ''})" if len(tries) > 1 else ""
-            self.steps.append(Step(lemma, where + eps_note + note, expected, ans.result, round(ans.seconds, 4), ans.reason))
+            self.steps.append(Step(lemma, where + eps_note + note, expected, ans.result, round(ans.seconds, 4), ans.reason,
+                                   text if self.keep_text else None))
             if ans.result != "unknown":
                 break
         return ans
@@ -74,8 +77,9 @@ class Session:
         for (where, _), extra in zip(extras, texts):
             self.emit(base.text() + extra, lemma, where, "unsat")
         answers = self.runner.check_each(base.text(), texts, self.timeout_s)
-        for (where, _), ans in zip(extras, answers):
-            self.steps.append(Step(lemma, where, "unsat", ans.result, round(ans.seconds, 4), ans.reason))
+        for (where, _), extra, ans in zip(extras, texts, answers):
+            self.steps.append(Step(lemma, where, "unsat", ans.result, round(ans.seconds, 4), ans.reason,
+                                   base.text() + extra if self.keep_text else None))
         return answers
 
     # -- confirming a SAT --

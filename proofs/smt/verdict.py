@@ -12,6 +12,9 @@ from typing import Any
 from .replay import LayerModel, Replay
 
 STATUSES = ("proof", "counterexample", "solution", "candidate", "unknown")
+# who vouches for a step's answer (``Step.checker``); ``recheck`` appends a second solver's word
+Z3_CHECKER = "z3"
+LP_CHECKER = "LP certificate (HiGHS dual, checked exactly)"
 
 
 @dataclass
@@ -21,10 +24,11 @@ class Step:
     lemma: str  # "LRA-box", "NRA-class", "pattern-class", ...
     where: str  # the class (or "trigger classes")
     expected: str  # what a proof needs ("unsat")
-    result: str  # z3's answer
+    result: str  # the step's answer
     seconds: float
     reason: str = ""
-    smt2: str | None = field(default=None, repr=False)
+    smt2: str | None = field(default=None, repr=False)  # the query, kept when a recheck will need it
+    checker: str = Z3_CHECKER
 
 
 @dataclass
