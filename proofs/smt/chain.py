@@ -14,6 +14,7 @@ from fractions import Fraction
 from . import encode, farkas
 from .classes import POST, PRE, PositionClass, enumerate_classes, violation_classes
 from .session import Session, answer_status, sat_status
+from .smt2 import Script
 from .linear import NotLinear, parse_facts
 from .verdict import LP_CHECKER, SearchResult, Step, combine
 
@@ -37,25 +38,28 @@ def _where(s: Session, b: int, c: int, sign: int, bound: Fraction) -> str:
     return f"u[{s.inst.type_label(b)}][{c}] {'<=' if sign > 0 else '>='} x + {bound if sign > 0 else -bound}"
 
 
-def certified_bound(s: Session, b: int, c: int, sign: int) -> Fraction | None:
+NO_OPTIMUM = ("unbounded", "infeasible")  # HiGHS: this side has no finite bound to certify
+
+
+def certified_bound(s: Session, b: int, c: int, sign: int, base: Script) -> Fraction | str:
     """sign * (u_b,c - x_b,c) <= bound with an exact Farkas certificate of the step's own query
-    (HiGHS finds the LP dual, ``farkas.check_infeasible`` checks it in Fractions); None when no
-    certificate was found or it did not check (then z3 is asked instead)."""
+    (HiGHS finds the LP dual, ``farkas.check_infeasible`` checks it in Fractions). Otherwise why
+    not: one of NO_OPTIMUM (nothing to certify), or a failure (then z3 is asked instead)."""
     inst = s.inst
     start = time.perf_counter()
-    lp = encode.box_lp(inst, inst.eps, b, c, sign)
+    lp = encode.box_lp(inst, inst.eps, b, c, sign, base)
     try:
         found = farkas.certified_max(parse_facts(lp.asserts), "OBJ")
-    except NotLinear:
-        return None
-    if found is None:
-        return None
+    except NotLinear as e:
+        return f"not linear: {e}"
+    if isinstance(found, str):
+        return found
     value, y, _ = found
     bound = _round_up(value, Fraction(0))
-    query = encode.box_bound_check(inst, inst.eps, b, c, sign, bound)
+    query = encode.box_bound_check(inst, inst.eps, b, c, sign, bound, base)
     rows = parse_facts(query.asserts)
     if not farkas.check_infeasible(rows, farkas.bound_certificate(y, len(rows) - 1)):
-        return None
+        return "certificate did not check"
     text = query.text()
     s.emit(text, "LRA-box", _where(s, b, c, sign, bound), "unsat")
     s.steps.append(Step("LRA-box", _where(s, b, c, sign, bound), "unsat", "unsat", round(time.perf_counter() - start, 4),
@@ -63,17 +67,17 @@ def certified_bound(s: Session, b: int, c: int, sign: int) -> Fraction | None:
     return bound
 
 
-def z3_bound(s: Session, b: int, c: int, sign: int) -> Fraction | None:
+def z3_bound(s: Session, b: int, c: int, sign: int, base: Script) -> Fraction | None:
     """The fallback: z3 maximises, then one UNSAT query certifies the rounded bound."""
     inst = s.inst
-    ans = s.runner.maximize(encode.box_lp(inst, inst.eps, b, c, sign).text(), s.timeout_s)
+    ans = s.runner.maximize(encode.box_lp(inst, inst.eps, b, c, sign, base).text(), s.timeout_s)
     obj = ans.model.get("OBJ") if ans.result == "sat" else None
     if not isinstance(obj, Fraction):
         return None
     bound = _round_up(obj)
     # z3's simplex sometimes stalls on these LPs (same query: 1 s or a timeout);
     # equation solving first avoids it, and an unknown is retried with other seeds
-    ans = s.run(encode.box_bound_check(inst, inst.eps, b, c, sign, bound).text(), "LRA-box",
+    ans = s.run(encode.box_bound_check(inst, inst.eps, b, c, sign, bound, base).text(), "LRA-box",
                 _where(s, b, c, sign, bound), tries=BOX_TRIES, budget=min(s.timeout_s, BOX_TRY_S))
     return bound if ans.result == "unsat" else None
 
@@ -87,13 +91,14 @@ def value_box(s: Session) -> dict[tuple[int, int], tuple[Fraction | None, Fracti
     symmetric = inst.symmetric()
     computed = [1, inst.trigger] if symmetric else list(inst.query_types)
     box: dict[tuple[int, int], tuple[Fraction | None, Fraction | None]] = {}
+    base = encode.box_base(inst, inst.eps)
     for b in computed:
         for c in encode.kept_coords(inst):
             for sign in (1, -1):
-                bound = certified_bound(s, b, c, sign) if s.box_certificates else None
-                if bound is None:
-                    bound = z3_bound(s, b, c, sign)
-                if bound is not None:
+                bound = certified_bound(s, b, c, sign, base) if s.box_certificates else "not asked"
+                if isinstance(bound, str) and bound not in NO_OPTIMUM:
+                    bound = z3_bound(s, b, c, sign, base)
+                if isinstance(bound, Fraction):
                     lo0, hi0 = box.get((b, c), (None, None))
                     box[(b, c)] = (lo0, bound) if sign > 0 else (-bound, hi0)
     if symmetric:

@@ -13,8 +13,8 @@ Adding the rows with those weights gives 0 < 0 (or 0 <= negative), so the check 
 (``scipy.optimize.linprog(method="highs")``) solves it in floating point; its duals are
 rationalised and repaired exactly on their support (a small exact linear solve) so that
 sum y_i a_i equals the objective's row exactly; V = sum y_i b_i is then an exact, certified
-upper bound. Any failure (HiGHS not optimal, a repaired multiplier negative) returns None and
-the caller falls back; nothing here ever calls an unchecked bound proved.
+upper bound. Any failure (HiGHS not optimal, a repaired multiplier negative) comes back as a
+reason and the caller falls back; nothing here ever calls an unchecked bound proved.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from fractions import Fraction
 
 from .linear import Row
 
+LP_STATUS = {2: "infeasible", 3: "unbounded"}  # linprog's codes for an LP without an optimum
 SUPPORT_TOLS = (1e-9, 1e-7, 1e-5, 1e-11)  # dual entries below this count as 0 (tried in turn)
 DENOMINATOR = 10 ** 12  # floats are rationalised to at most this denominator before the repair
 
@@ -60,7 +61,8 @@ def check_infeasible(rows: list[Row], cert: Certificate) -> bool:
 
 
 def _highs_duals(rows: list[Row], variables: list[str], objective: str):
-    """max objective over the closure of ``rows`` with HiGHS; (value, duals by row) or None."""
+    """max objective over the closure of ``rows`` with HiGHS: (value, duals by row), or why
+    there is no optimum ("infeasible", "unbounded", "failed")."""
     import numpy as np
     from scipy.optimize import linprog
     from scipy.sparse import csr_matrix
@@ -79,7 +81,7 @@ def _highs_duals(rows: list[Row], variables: list[str], objective: str):
     cost[col[objective]] = -1.0  # linprog minimises
     res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(None, None), method="highs")
     if res.status != 0:
-        return None
+        return LP_STATUS.get(res.status, "failed")
     duals = {}
     for name, marg in (("ub", res.ineqlin.marginals if A_ub is not None else []),
                        ("eq", res.eqlin.marginals if A_eq is not None else [])):
@@ -133,20 +135,21 @@ def _repaired(rows: list[Row], duals: dict[int, float], objective: str, tol: flo
     return {i: yi for i, yi in y.items() if yi != 0}
 
 
-def certified_max(rows: list[Row], objective: str) -> tuple[Fraction, dict[int, Fraction], float] | None:
+def certified_max(rows: list[Row], objective: str) -> tuple[Fraction, dict[int, Fraction], float] | str:
     """(V, y, HiGHS's float optimum): sup objective <= V over the closure of ``rows``, with
-    exact multipliers y (sum y_i a_i = e_objective, V = sum y_i b_i). None when HiGHS finds no
-    optimum (infeasible or unbounded) or no repair succeeds."""
+    exact multipliers y (sum y_i a_i = e_objective, V = sum y_i b_i). Otherwise why not:
+    "unbounded" / "infeasible" (HiGHS: no optimum, so no bound to certify), "failed" (HiGHS
+    stopped otherwise) or "not repaired" (no exact multipliers found near HiGHS's duals)."""
     variables = sorted({v for r in rows for v, _ in r.coeffs} | {objective})
     found = _highs_duals(rows, variables, objective)
-    if found is None:
-        return None
+    if isinstance(found, str):
+        return found
     value, duals = found
     for tol in SUPPORT_TOLS:
         y = _repaired(rows, duals, objective, tol)
         if y is not None:
             return sum((yi * rows[i].rhs for i, yi in y.items()), Fraction(0)), y, value
-    return None
+    return "not repaired"
 
 
 def bound_certificate(y: dict[int, Fraction], bound_row: int) -> Certificate:
