@@ -24,7 +24,7 @@ from fractions import Fraction
 from constructions import attention
 from constructions.errors import BadInput
 
-from . import encode
+from . import encode, recheck
 from .chain import run_chain
 from .classes import PRE, TRIG, PositionClass, covered, enumerate_classes, violation_classes
 from .instance import Instance
@@ -63,10 +63,15 @@ def _check_method(kind: str, method: str, inst: Instance) -> str | None:
 
 def search_counterexample(inst: Instance, theta=None, method: str = "chain", timeout_s: float = 10.0, *,
                           kind: str = "softmax", emit_smt2=None, sink_cap=None, incremental: bool = False,
-                          stop_at_first: bool = True, at: list[PositionClass] | None = None) -> SearchResult:
+                          stop_at_first: bool = True, at: list[PositionClass] | None = None,
+                          recheck_with: str | None = None) -> SearchResult:
     """Search a head of ``kind`` solving ``inst`` within ``inst.eps`` with BOS mass < ``theta`` at
-    some covered non-trigger class (``theta=None``: any head, the positive control)."""
+    some covered non-trigger class (``theta=None``: any head, the positive control).
+    ``recheck_with="cvc5"``: afterwards every step's query is re-solved by cvc5 (``recheck``)."""
     attention.get(kind)
+    if recheck_with is not None and not recheck.available(recheck_with):
+        raise BadInput(f"recheck solver {recheck_with!r} is not installed (valid: {', '.join(recheck.SOLVERS)}; "
+                       "pip install '.[smt]')")
     start = time.perf_counter()
     result = SearchResult("unknown", kind, method, inst.describe(), None if theta is None else str(Fraction(theta)), 0.0)
     why_not = _check_method(kind, method, inst)
@@ -75,6 +80,7 @@ def search_counterexample(inst: Instance, theta=None, method: str = "chain", tim
         return result
     s = Session(inst, theta, method, timeout_s, emit_smt2, kind, sink_cap, incremental, PATTERN_KINDS.get(kind, False))
     s.at = at
+    s.keep_text = recheck_with is not None
     try:
         if method == "scores":
             run_scores(s, result, stop_at_first)
@@ -91,6 +97,8 @@ def search_counterexample(inst: Instance, theta=None, method: str = "chain", tim
     finally:
         s.close()
     result.steps = s.steps
+    if recheck_with is not None:
+        recheck.recheck(result, timeout_s, recheck_with)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -29,6 +29,7 @@ class Step:
     reason: str = ""
     smt2: str | None = field(default=None, repr=False)  # the query, kept when a recheck will need it
     checker: str = Z3_CHECKER
+    recheck: str | None = None  # a second solver's answer (``recheck``), None when not asked
 
 
 @dataclass
@@ -45,6 +46,7 @@ class SearchResult:
     model: LayerModel | None = None
     replay: Replay | None = None
     box: dict[str, list[str | None]] | None = None
+    recheck: dict | None = None  # the second solver's tally (``recheck.recheck``)
 
     @property
     def proved(self) -> bool:
@@ -54,7 +56,7 @@ class SearchResult:
         from constructions.files import to_jsonable
 
         out = to_jsonable({k: getattr(self, k) for k in ("status", "kind", "method", "instance", "theta",
-                                                          "seconds", "reason", "where", "replay", "box")})
+                                                          "seconds", "reason", "where", "replay", "box", "recheck")})
         out["steps"] = [{k: v for k, v in to_jsonable(s).items() if k != "smt2"} for s in self.steps]
         out["queries"] = len(self.steps)
         out["unsat"] = sum(s.result == "unsat" for s in self.steps)
