@@ -74,3 +74,25 @@ def test_recheck_needs_the_solver(monkeypatch):
         search_counterexample(INST, F(1, 2), "chain", recheck_with="cvc5")
     with pytest.raises(BadInput, match="not installed"):
         search_counterexample(INST, F(1, 2), "chain", recheck_with="nosuch")
+
+
+def test_cli_rejects_a_missing_second_solver(tmp_path, capsys):
+    from empirical import cli
+
+    assert cli.main(["search", "--length", "3", "--recheck", "nosuch", "--out", str(tmp_path)]) == 2
+    assert "not installed" in capsys.readouterr().err and not (tmp_path / "smt.json").exists()
+
+
+def test_cli_reports_the_checker_per_step_and_fails_on_a_disagreement(monkeypatch, tmp_path, capsys):
+    import json
+
+    from empirical import cli
+
+    _with_second_answer(monkeypatch, "sat")
+    args = ["search", "--length", "3", "--theta", "1/2", "--recheck", "cvc5", "--out", str(tmp_path)]
+    assert cli.main(args) == 1
+    out = capsys.readouterr().out
+    assert "verdict: unknown" in out and "DISAGREE" in out and "disagree" in out
+    record = json.loads((tmp_path / "smt.json").read_text())
+    assert record["search"]["recheck"]["disagree"] > 0 and record["provenance"]["config"]["recheck"] == "cvc5"
+    assert all(s["checker"].startswith("DISAGREE") for s in record["search"]["steps"])
