@@ -24,6 +24,8 @@ re-parametrised variables: the box |u_b,c - x_b,c| <= delta_bc, i.e. |w_b,c - E_
 delta_bc E_Tb, holds (UNSAT of its negation). Step 2 adds the box (implied, so nothing is lost)
 to the constraints of one query type and asks, per class, for BOS mass < theta. Dropping the
 other classes is a relaxation, so UNSAT transfers; a SAT there only says "inconclusive".
+Each step-1 bound is certified by an exact Farkas certificate of ``box_bound_check``'s query
+(``farkas``, checked in Fractions), or failing that by z3's UNSAT (``chain``).
 """
 
 from __future__ import annotations
