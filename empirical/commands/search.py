@@ -2,8 +2,10 @@
 less than theta on BOS at some covered non-trigger query (T1 predicts none exists).
 
 Prints the verdict (proof / counterexample / candidate / unknown; without ``--theta`` the
-positive control: solution / proof / candidate / unknown), the time, the per-step certificate,
-and for a SAT answer the replayed head. Writes ``results/smt.json`` atomically with provenance.
+positive control: solution / proof / candidate / unknown), the time, the per-step certificate
+with who vouches for each step (z3, an exactly checked LP certificate, with ``--recheck cvc5``
+also cvc5), and for a SAT answer the replayed head. Writes ``results/smt.json`` atomically with
+provenance. Exit status 1 when the second solver contradicts a step (the verdict is then unknown).
 """
 
 from __future__ import annotations
