@@ -351,35 +351,3 @@ def verify_softmax(net: reference.Network, beta: Any, cfg: task.TaskConfig,
             "max_bos_mass_at_trigger": float(max_mass_at.b),
         },
     )
-
-
-# ----------------------------------------------------------------------------------------
-# One entry point by name.
-
-
-def verify(construction: str, d: int = 4, L: int = 5, values: Iterable[Any] = task.DEFAULT_VALUES,
-           beta: Any = Fraction(10), layers: int = 1, heads: int = 1) -> Verdict:
-    """Build ``construction`` (one of ``CONSTRUCTIONS``) and verify it exactly."""
-    from . import cancelling_heads, relu_head, verify_multihead
-
-    if construction == "relu":
-        return verify_sink_free(relu_head.build(d), task.TaskConfig(d=d, L=L), values, "relu")
-    if construction == "relu-stack":
-        net = relu_head.build_stack(d, layers, heads)
-        return verify_sink_free(net, task.TaskConfig(d=d, L=L, residual=True), values,
-                                f"relu-stack {layers}x{heads}")
-    if construction == "softmax":
-        return verify_softmax(softmax_head.build(d, beta), beta, task.TaskConfig(d=d, L=L), values,
-                              f"softmax beta={beta}")
-    if construction in ("cancelling", "cancelling-stack"):
-        stack = construction == "cancelling-stack"
-        net = (cancelling_heads.build_stack if stack else cancelling_heads.build)(d, beta)
-        return verify_multihead.verify_cancelling(net, beta, task.TaskConfig(d=d, L=L, residual=stack), values,
-                                                  f"{construction} beta={beta}")
-    if construction == "interpolating":
-        return verify_multihead.verify_zero_error(cancelling_heads.build_interpolating(d, L), task.TaskConfig(d=d, L=L),
-                                                  values, "interpolating")
-    raise BadInput(f"unknown construction {construction!r}; valid: {', '.join(CONSTRUCTIONS)}")
-
-
-CONSTRUCTIONS = ("relu", "relu-stack", "softmax", "cancelling", "cancelling-stack", "interpolating")

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from constructions import cancelling_heads, reference, task, verify, verify_multihead
+from constructions import cancelling_heads, catalogue, reference, task, verify_multihead
 from constructions.errors import BadInput
 
 BETA = Fraction(10)
@@ -74,10 +74,10 @@ def test_interpolating_heads_fail_one_length_longer():
 
 
 def test_verify_entry_point_knows_the_new_constructions():
-    assert {"cancelling", "cancelling-stack", "interpolating"} <= set(verify.CONSTRUCTIONS)
-    assert verify.verify("interpolating", d=4, L=4, values=TWO_VALUES).ok
+    assert {"cancelling", "cancelling-stack", "interpolating"} <= set(catalogue.CONSTRUCTIONS)
+    assert catalogue.verify("interpolating", d=4, L=4, values=TWO_VALUES).ok
     with pytest.raises(BadInput, match="valid: relu"):
-        verify.verify("nosuch")
+        catalogue.verify("nosuch")
 
 
 @pytest.mark.parametrize("L", [16, 1024])

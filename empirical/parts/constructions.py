@@ -27,7 +27,7 @@ DEFAULT = {"relu": [(4, 7), (5, 4)], "relu-stack": [(4, 5, 2, 2), (4, 4, 4, 4)],
 
 
 def _exact(sizes: dict) -> dict[str, list]:
-    from constructions import verify
+    from constructions import catalogue
 
     out: dict[str, list] = {}
     for name, instances in sizes.items():
@@ -35,7 +35,7 @@ def _exact(sizes: dict) -> dict[str, list]:
         for inst in instances:
             d, L, *stack = inst
             layers, heads = stack or (1, 1)
-            out[name].append(verify.verify(name, d=d, L=L, beta=BETA, layers=layers, heads=heads))
+            out[name].append(catalogue.verify(name, d=d, L=L, beta=BETA, layers=layers, heads=heads))
     return out
 
 
