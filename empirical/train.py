@@ -155,11 +155,11 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     S = len(config.seeds)
     model = AttentionModel(config.kind, config.d, layers=config.layers, heads=config.heads,
                            residual=config.residual, ensemble=S, seeds=config.seeds, device=device)
-    params = list(model.parameters())
-    opt = torch.optim.Adam(params, lr=config.lr, betas=config.betas)
+    opt = optimizer(model, config)
     train_task = config.task()
     generators = [torch.Generator().manual_seed(data_seed(s)) for s in config.seeds]
     history_set = _eval_batch(config, HISTORY_SEQUENCES, device)
+    shadow = _Float64Shadow(model)
 
     active = torch.ones(S, dtype=torch.bool, device=device)
     stop_step = [None] * S
@@ -185,7 +185,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
             _freeze(opt, active, newly)
         if step % config.log_every == 0 or newly or step == config.max_steps:
             tick = time.perf_counter()
-            history.append(_history_point(model, config, history_set, step, mse, max_err))
+            history.append(_history_point(shadow.sync(), config, history_set, step, mse, max_err))
             logging_seconds += time.perf_counter() - tick
         n_active = int(active.sum()) if newly else None
         if step == config.max_steps or (newly and n_active == 0):
@@ -215,6 +215,18 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     summary["config"] = dataclasses.asdict(config)
     summary["provenance"] = files.provenance(config, list(config.seeds), device)
     return files.to_jsonable(summary)
+
+
+def optimizer(model, config: TrainConfig):
+    """Adam with the reference betas. The fused kernel (one pass per parameter, the same
+    elementwise update) where this torch has it for the device, else the plain loop."""
+    import torch
+
+    kwargs = dict(lr=config.lr, betas=config.betas)
+    try:
+        return torch.optim.Adam(model.parameters(), fused=True, **kwargs)
+    except (RuntimeError, TypeError):  # pragma: no cover - torch builds without a fused Adam here
+        return torch.optim.Adam(model.parameters(), **kwargs)
 
 
 def _freeze(opt, active, members: list[int]) -> None:
@@ -247,14 +259,31 @@ def _float64(model):
     return copy.deepcopy(model).to(torch.float64)
 
 
-def _history_point(model, config: TrainConfig, batch, step: int, mse, max_err) -> dict[str, Any]:
-    """Loss, batch error, sink mass per head and (single layer) the certified bound now."""
+class _Float64Shadow:
+    """A float64 twin of the trained model, built once; ``sync()`` copies the current weights
+    into it (no deep copy of the module per history point)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.twin = _float64(model)
+
+    def sync(self):
+        import torch
+
+        with torch.no_grad():
+            for mine, theirs in zip(self.twin.parameters(), self.model.parameters()):
+                mine.copy_(theirs)
+        return self.twin
+
+
+def _history_point(m64, config: TrainConfig, batch, step: int, mse, max_err) -> dict[str, Any]:
+    """Loss, batch error, sink mass per head and (single layer) the certified bound now
+    (``m64``: the float64 twin holding the current weights)."""
     import torch
 
     from empirical import bound, metrics
 
     with torch.no_grad():
-        m64 = _float64(model)
         _, cache = m64(batch.x)
         point = {"step": step, "loss": mse.tolist(), "batch_max_abs_error": max_err.tolist(),
                  "bos_nontrigger_mean": [
