@@ -1,7 +1,8 @@
 """Sweeps: lists of pure jobs, each result written atomically under a run id derived from its job.
 
 A job is ``Job(fn, config, seeds)``: ``fn`` names a function by its dotted path (``"pkg.mod.func"``
-or ``"pkg.mod:func"``) so that any worker, local or on a Ray cluster, can import it; ``config`` is
+or ``"pkg.mod:func"``) so that any worker, local or on a Ray cluster, can import it, and must be
+one of the registered job functions ``JOB_FUNCTIONS`` (a sweep file is data, not code); ``config`` is
 a frozen dataclass; ``seeds`` is a tuple of ints. The function is called as
 ``fn(config, seeds, device) -> dict`` and must be pure: the same job gives the same result.
 
@@ -46,6 +47,13 @@ from constructions.files import config_from_dict, provenance, to_jsonable, write
 from empirical.device import owned_cores
 
 BACKENDS = ("process", "ray", "serial")
+# The job functions a sweep may call, by canonical name. A sweep file is data: it can only name
+# one of these, and a name is checked against this list before anything is imported.
+JOB_FUNCTIONS = (
+    "empirical.train:train_job",
+    "empirical.beyond:train_run",
+    "empirical.sweep:_echo_job",  # test-only, documented below
+)
 RAY_INSTALL_HINT = "--backend ray needs the optional extra: pip install -e '.[ray]'"
 
 
@@ -64,8 +72,12 @@ def canonical_fn(fn: str) -> str:
 
 
 def resolve_fn(fn: str) -> Callable[..., dict]:
-    """Import the job function named ``fn``; a name that does not import is bad input."""
-    module, _, name = canonical_fn(fn).partition(":")
+    """Import the registered job function named ``fn``; any other name is bad input."""
+    canonical = canonical_fn(fn)
+    if canonical not in JOB_FUNCTIONS:
+        raise BadInput(f"job function {fn!r} is not a registered job; valid: "
+                       f"{', '.join(f.replace(':', '.') for f in JOB_FUNCTIONS)}")
+    module, _, name = canonical.partition(":")
     try:
         target = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
