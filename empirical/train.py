@@ -150,6 +150,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     """Train every seed of ``config`` together; return the JSON-able summary."""
     import torch
 
+    from empirical import progress as job_progress
     from empirical.model import AttentionModel
 
     S = len(config.seeds)
@@ -197,6 +198,9 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
         steps_run += 1
         if step % 50 == 0:
             progress.show(step, active, host_err)
+            elapsed = time.perf_counter() - start - logging_seconds
+            job_progress.report(step=step, members=S, active=sum(s is None for s in stop_step),
+                                steps_per_second=steps_run / elapsed if elapsed > 0 else 0.0)
     progress.close()
     seconds = time.perf_counter() - start - logging_seconds  # training only
 

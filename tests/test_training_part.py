@@ -1,0 +1,95 @@
+"""The training part's scheduling: seed groups planned longest-first over the workers, members
+identical whatever their group, and the whole part end to end at tiny caps (split groups merged,
+capped members reported as not converged, mean +- std tables, resumable)."""
+
+import dataclasses
+import json
+
+import pytest
+
+from empirical import reproduce, seed_groups
+from empirical import train as T
+from empirical.parts import training as part
+
+SMALL = dict(d=6, L=6, eval_trigger=3, lr=3e-3, eval_sequences=20, log_every=10)
+
+
+def test_plan_covers_every_seed_once_longest_first_and_splits_only_when_it_pays():
+    for workers in (1, 2, 3):
+        groups, makespan = seed_groups.plan(part.DEFAULT_RUNS, workers, part.expected_steps)
+        for r in part.DEFAULT_RUNS:
+            seeds = sorted(s for g in groups if g.run == r for s in g.seeds)
+            assert seeds == list(r.seeds)
+        costs = [g.cost for g in groups]
+        assert costs == sorted(costs, reverse=True)
+        unsplit = [seed_groups.Group(r, r.seeds, part.expected_steps(r)) for r in part.DEFAULT_RUNS]
+        assert makespan <= seed_groups.schedule(unsplit, workers)[1]
+        if workers == 1:
+            assert len(groups) == len(part.DEFAULT_RUNS)  # one core: splitting only adds overhead
+    groups, _ = seed_groups.plan(part.DEFAULT_RUNS, 2, part.expected_steps)
+    longest = groups[0]
+    assert (longest.run.kind, longest.run.layers) == ("softmax", 4) and len(longest.seeds) < 5  # split over both
+    assert seed_groups.plan(part.DEFAULT_RUNS, 2, part.expected_steps)[0] == groups  # deterministic: same run ids
+
+
+def test_split_cuts_contiguous_near_equal_groups():
+    assert seed_groups.split((0, 1, 2, 3, 4), 2) == [(0, 1, 2), (3, 4)]
+    assert seed_groups.split((0, 1, 2, 3, 4), 3) == [(0, 1), (2, 3), (4,)]
+    assert seed_groups.split((7,), 2) == [(7,)]
+
+
+def _member_view(summary, n):
+    m = json.loads(json.dumps(summary["members"][n]))
+    return m, summary["patterns"]["mean"][n]
+
+
+def test_a_member_has_the_numbers_of_the_single_run_of_its_seed_in_any_group():
+    cfg = T.TrainConfig(kind="softmax", layers=2, heads=2, seeds=(0, 1, 2), max_steps=25, **SMALL)
+    whole = T.train(cfg, quiet=True)
+    groups = [T.train(dataclasses.replace(cfg, seeds=g), quiet=True) for g in ((0, 1), (2,))]
+    merged = seed_groups.merge(groups, (0, 1, 2))
+    alone = T.train(dataclasses.replace(cfg, seeds=(2,)), quiet=True)
+    for n in range(3):  # bit for bit (CPU, one thread): members do not interact
+        assert _member_view(merged, n) == _member_view(whole, n)
+    assert _member_view(alone, 0) == _member_view(whole, 2)
+    assert [h["step"] for h in merged["history"]] == [h["step"] for h in whole["history"]]
+    assert [h["loss"] for h in merged["history"]] == [h["loss"] for h in whole["history"]]
+
+
+def test_training_part_end_to_end_at_tiny_caps(tmp_path):
+    runs = (part.Run("softmax", 1, 1, (0, 1, 2), 30), part.Run("relu", 2, 2, (0, 1), 12))
+    out = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=2, **SMALL)
+    claims, tables, details = reproduce.validate_output(reproduce.plain(out))
+    assert len(details["plan"]["jobs"]) >= 2
+    steps_cells = [row[2] for row in tables[0]["rows"]]
+    assert "not converged at the cap 30: seed(s) 0, 1, 2" in steps_cells[0]
+    assert "not converged at the cap 12: seed(s) 0, 1" in steps_cells[1]
+    assert "±" in tables[0]["rows"][0][4] and all("±" in row[2] for row in tables[1]["rows"])
+    assert len(tables[1]["rows"]) == 1 + 4  # one head + a 2 x 2 stack
+    assert {c["verdict"] for c in claims} <= {"unknown", "observed", "refuted", "verified numerically"}
+    assert not any(c["verdict"] == "observed" and "1-layer" in c["claim"] for c in claims)
+    assert details["runs"]["softmax-1x1"]["seeds"] == [0, 1, 2]
+    # A rerun reuses every job's record and gives the same part output.
+    again = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=2, **SMALL)
+    assert reproduce.plain(again)["tables"] == reproduce.plain(out)["tables"]
+    assert not list((tmp_path / "runs" / "training" / ".progress").glob("*.json"))
+
+
+def test_budget_default_is_the_full_reference():
+    assert len(part.DEFAULT_RUNS) == 6
+    assert all(r.seeds == (0, 1, 2, 3, 4) and r.max_steps == 50_000 for r in part.DEFAULT_RUNS)
+    assert {(r.kind, r.layers, r.heads) for r in part.DEFAULT_RUNS} == set(part.SPEC_VALUES)
+
+
+@pytest.mark.parametrize("steps, expected", [(100, "0 jobs done")])
+def test_progress_board_draws_nothing_off_a_terminal(tmp_path, steps, expected):
+    import io
+
+    from empirical import progress
+
+    stream = io.StringIO()
+    board = progress.Board(tmp_path, [("a", "softmax 1x1 seeds 0-1", steps, 1000, 1.0)], 1, stream=stream)
+    board.poll(force=True)
+    board.event("done", "a", "1.0 s")
+    board.close()
+    assert stream.getvalue() == ""
