@@ -137,13 +137,9 @@ class _Progress:
 
 
 def _sample(cfg: task.TaskConfig, batch: int, generators: list, device: str):
-    """One fresh batch per member: x, y [S, B, L, d]."""
-    import torch
-
-    parts = [task.sample(cfg, batch, g) for g in generators]
-    x = torch.stack([p.x for p in parts]).to(device)
-    y = torch.stack([p.y for p in parts]).to(device)
-    return x, y
+    """One fresh batch per member (member m's from its own generator): x, y [S, B, L, d]."""
+    b = task.sample_members(cfg, batch, generators, device)
+    return b.x, b.y
 
 
 def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict[str, Any]:
@@ -171,10 +167,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     steps_run, logging_seconds = 0, 0.0
     for step in range(config.max_steps + 1):
         x, y = _sample(train_task, config.batch, generators, device)
-        out, _ = model(x)
-        err = out - y  # [S, B, L, d]
-        max_err = err.detach().abs().amax(dim=(1, 2, 3))  # [S]
-        mse = err.pow(2).mean(dim=(1, 2, 3))  # [S]
+        mse, max_err = batch_errors(model, x, y)
         host_err = max_err.tolist()  # the one host sync per step
         newly = [s for s in range(S) if stop_step[s] is None and host_err[s] < config.tol]
         if newly or step == config.max_steps:
@@ -191,10 +184,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
         n_active = int(active.sum()) if newly else None
         if step == config.max_steps or (newly and n_active == 0):
             break
-        loss = (mse * active).sum()
-        opt.zero_grad(set_to_none=False)
-        loss.backward()
-        opt.step()
+        update(opt, mse, active)
         steps_run += 1
         if step % 50 == 0:
             progress.show(step, active, host_err)
@@ -219,6 +209,20 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     summary["config"] = dataclasses.asdict(config)
     summary["provenance"] = files.provenance(config, list(config.seeds), device)
     return files.to_jsonable(summary)
+
+
+def batch_errors(model, x, y):
+    """Each member's MSE [S] (with its graph) and max-abs error [S] on its batch x, y [S, B, L, d]."""
+    out, _ = model(x)
+    err = out - y
+    return err.pow(2).mean(dim=(1, 2, 3)), err.detach().abs().amax(dim=(1, 2, 3))
+
+
+def update(opt, mse, active) -> None:
+    """One Adam step on the active members' summed MSE (a stopped member's term is masked)."""
+    opt.zero_grad(set_to_none=True)
+    (mse * active).sum().backward()
+    opt.step()
 
 
 def optimizer(model, config: TrainConfig):
