@@ -11,6 +11,8 @@ from empirical import reproduce, seed_groups
 from empirical import train as T
 from empirical.parts import training as part
 
+from test_train import assert_same_numbers
+
 SMALL = dict(d=6, L=6, eval_trigger=3, lr=3e-3, eval_sequences=20, log_every=10)
 
 
@@ -39,8 +41,7 @@ def test_split_cuts_contiguous_near_equal_groups():
 
 
 def _member_view(summary, n):
-    m = json.loads(json.dumps(summary["members"][n]))
-    return m, summary["patterns"]["mean"][n]
+    return json.loads(json.dumps([summary["members"][n], summary["patterns"]["mean"][n]]))
 
 
 def test_a_member_has_the_numbers_of_the_single_run_of_its_seed_in_any_group():
@@ -49,11 +50,13 @@ def test_a_member_has_the_numbers_of_the_single_run_of_its_seed_in_any_group():
     groups = [T.train(dataclasses.replace(cfg, seeds=g), quiet=True) for g in ((0, 1), (2,))]
     merged = seed_groups.merge(groups, (0, 1, 2))
     alone = T.train(dataclasses.replace(cfg, seeds=(2,)), quiet=True)
-    for n in range(3):  # bit for bit (CPU, one thread): members do not interact
-        assert _member_view(merged, n) == _member_view(whole, n)
-    assert _member_view(alone, 0) == _member_view(whole, 2)
+    # Members do not interact; ensembles of different sizes may round differently in the last bit
+    # (on this CPU they agree bit for bit over these steps), hence 1e-6.
+    for n in range(3):
+        assert_same_numbers(_member_view(merged, n), _member_view(whole, n), rel=1e-6)
+    assert_same_numbers(_member_view(alone, 0), _member_view(whole, 2), rel=1e-6)
     assert [h["step"] for h in merged["history"]] == [h["step"] for h in whole["history"]]
-    assert [h["loss"] for h in merged["history"]] == [h["loss"] for h in whole["history"]]
+    assert_same_numbers([h["loss"] for h in merged["history"]], [h["loss"] for h in whole["history"]], rel=1e-6)
 
 
 def test_training_part_end_to_end_at_tiny_caps(tmp_path):

@@ -45,14 +45,13 @@ def _step_fn(layers, heads, seeds=SEEDS, device="cpu"):
                            ensemble=len(seeds), seeds=seeds, device=device)
     opt = T.optimizer(model, cfg)
     gens = [torch.Generator().manual_seed(T.data_seed(s)) for s in seeds]
-    active = torch.ones(len(seeds), dtype=torch.bool, device=device)
     train_task = cfg.task()
 
     def step():
         x, y = T._sample(train_task, cfg.batch, gens, device)
         mse, max_err = T.batch_errors(model, x, y)
         max_err.tolist()
-        T.update(opt, mse, active)
+        T.update(opt, mse)
         return mse.sum().item()
 
     return step
