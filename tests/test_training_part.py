@@ -84,14 +84,52 @@ def test_budget_default_is_the_full_reference():
     assert {(r.kind, r.layers, r.heads) for r in part.DEFAULT_RUNS} == set(part.SPEC_VALUES)
 
 
-@pytest.mark.parametrize("steps, expected", [(100, "0 jobs done")])
-def test_progress_board_draws_nothing_off_a_terminal(tmp_path, steps, expected):
-    import io
+class _Terminal:
+    def __init__(self):
+        self.text = ""
 
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+
+def _board(tmp_path, stream):
     from empirical import progress
 
+    jobs = [("a", "softmax 4x4 seeds 0-2", 1000, 50_000, 30.0), ("b", "relu 4x4 seeds 0-4", 500, 50_000, 20.0)]
+    return progress.Board(tmp_path, jobs, 1, stream=stream)
+
+
+def test_progress_board_draws_one_line_per_job_and_an_overall_eta_on_a_terminal(tmp_path):
+    from constructions.files import write_json
+    from empirical import progress
+
+    term = _Terminal()
+    board = _board(tmp_path, term)
+    write_json(progress.progress_path(tmp_path, "a"), {"step": 400, "members": 3, "active": 2, "steps_per_second": 20.0})
+    board.poll(force=True)
+    lines = board.lines()
+    assert lines[0].startswith("  softmax 4x4 seeds 0-2: step 400/50,000, 2/3 seeds active, 20 steps/s, ETA ~30 s")
+    assert lines[1] == "  relu 4x4 seeds 0-4: queued"
+    # one worker: 600 steps left at 20/s, then job b: planned 20 s at the measured / planned speed
+    # (20 steps/s against 1000 steps planned in 30 s), i.e. 20 / (20 / (1000 / 30)) = 33 s.
+    assert board.overall_eta() == pytest.approx(30 + 20 * (1000 / 30) / 20)
+    assert lines[-1].startswith("training: 0/2 jobs done") and "overall ETA ~63 s" in lines[-1]
+    board.event("done", "a", "51.0 s")
+    assert not progress.progress_path(tmp_path, "a").exists()
+    assert "softmax 4x4 seeds 0-2: done in 51 s" in term.text
+
+
+def test_progress_board_draws_nothing_off_a_terminal(tmp_path):
+    import io
+
     stream = io.StringIO()
-    board = progress.Board(tmp_path, [("a", "softmax 1x1 seeds 0-1", steps, 1000, 1.0)], 1, stream=stream)
+    board = _board(tmp_path, stream)
     board.poll(force=True)
     board.event("done", "a", "1.0 s")
     board.close()
