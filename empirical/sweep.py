@@ -281,8 +281,8 @@ def run_sweep(
     """Run every job of ``jobs`` that has no complete record under ``out_dir``; see the module doc.
 
     ``on_event(kind, run_id, detail)`` is told of each job ("skipped", "done", "failed");
-    ``on_wait()`` is called about once a second while the process backend waits for jobs (the
-    jobs' progress files are under ``out_dir/.progress``, ``empirical.progress``).
+    ``on_wait()`` is called about once a second while the process backend waits for jobs; with
+    it, jobs report their progress into ``out_dir/.progress/<run id>.json`` (``empirical.progress``).
     A failed job (an exception, or a worker that died) leaves no record and is retried on rerun.
     """
     if backend not in BACKENDS:
@@ -328,10 +328,11 @@ class _Progress:
     out_dir: Path
     on_wait: Callable[[], None] | None
 
-    def file(self, job: Job) -> str:
+    def file(self, job: Job) -> str | None:
+        """The job's progress file; none when nobody watches (no ``on_wait``)."""
         from empirical.progress import progress_path
 
-        return str(progress_path(self.out_dir, job.run_id))
+        return str(progress_path(self.out_dir, job.run_id)) if self.on_wait else None
 
     def wait(self) -> None:
         if self.on_wait is not None:

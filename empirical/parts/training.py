@@ -96,7 +96,7 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     board = progress.Board(out_dir, [(j.run_id, _label(g), g.expected_steps, g.run.max_steps, g.cost)
                                      for g, j in planned], workers)
     outcome = run_sweep([j for _, j in planned], out_dir, backend="process", workers=workers, device=device,
-                        on_event=board.event, on_wait=board.poll)
+                        on_event=board.event, on_wait=board.poll if board.live else None)
     board.close()
     if not outcome.ok:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
