@@ -132,8 +132,9 @@ def test_bench_matmul_share_of_the_4x4_step(benchmark):
     """Effective GFLOP/s of the 4 x 4 x 5-seed step (the FLOPs of the matrix products it runs,
     forward and backward, over the whole step's time) next to the GFLOP/s of those same products
     run alone on this machine (same shapes and strides). Their ratio is the share of the step
-    spent at matmul speed; the issue's target is >= 70 %. Timings are interleaved, so machine
-    load hits both."""
+    spent at matmul speed; the issue's target is >= 70 %. Timings are interleaved in 10 rounds
+    of 5 calls, and each side's fastest round is used: on a shared machine the fastest round is
+    the one least disturbed by other jobs (medians are reported beside it)."""
     step = _step_fn(4, 4)
     for _ in range(3):
         step()
@@ -145,12 +146,12 @@ def test_bench_matmul_share_of_the_4x4_step(benchmark):
     step_s, mm_s = [], []
 
     def measure():
-        for _ in range(5):  # interleaved rounds
+        for _ in range(10):  # interleaved rounds
             step_s.append(_seconds_per_call(step, 5))
             mm_s.append(_seconds_per_call(matmuls, 5))
 
     benchmark.pedantic(measure, rounds=1, iterations=1)
-    step_t, mm_t = statistics.median(step_s), statistics.median(mm_s)
+    step_t, mm_t = min(step_s), min(mm_s)
     # The reference formulation (separate Q, K, V projections per head) runs 6 products of
     # 2 S B L d^2 H FLOPs per layer forward and twice that backward: ~1.51 GFLOP per step.
     reference = 3 * 4 * 6 * 2 * 5 * 128 * 16 * 16 * 16 * 4
@@ -158,14 +159,18 @@ def test_bench_matmul_share_of_the_4x4_step(benchmark):
             "matmul_ms": mm_t * 1e3, "effective_gflops": flops / step_t / 1e9,
             "matmul_gflops_same_shapes": flops / mm_t / 1e9, "ratio": mm_t / step_t,
             "reference_formulation_gflop": reference / 1e9,
-            "reference_equivalent_gflops": reference / step_t / 1e9}
+            "reference_equivalent_gflops": reference / step_t / 1e9,
+            "median_step_ms": statistics.median(step_s) * 1e3, "median_matmul_ms": statistics.median(mm_s) * 1e3,
+            "median_ratio": statistics.median(mm_s) / statistics.median(step_s)}
     benchmark.extra_info.update(info)
     FIGURES.append(
         f"4x4 x 5 seeds step: {info['step_gflop']:.3f} GFLOP in {len(log.calls)} matmuls, {info['step_ms']:.1f} ms "
         f"-> {info['effective_gflops']:.1f} GFLOP/s; the same matmuls alone {info['matmul_ms']:.1f} ms "
         f"-> {info['matmul_gflops_same_shapes']:.1f} GFLOP/s; ratio {100 * info['ratio']:.0f} % (target >= 70 %); "
         f"reference formulation {info['reference_formulation_gflop']:.2f} GFLOP -> "
-        f"{info['reference_equivalent_gflops']:.1f} GFLOP/s equivalent")
+        f"{info['reference_equivalent_gflops']:.1f} GFLOP/s equivalent (fastest rounds; medians: step "
+        f"{info['median_step_ms']:.1f} ms, matmuls {info['median_matmul_ms']:.1f} ms, ratio "
+        f"{100 * info['median_ratio']:.0f} %)")
     assert flops > 0 and 0 < info["ratio"]
 
 
