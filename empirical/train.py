@@ -26,7 +26,7 @@ import copy
 import dataclasses
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from constructions import attention, files, task

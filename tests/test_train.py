@@ -10,7 +10,6 @@ import torch
 from constructions.errors import BadInput
 from empirical import device as D
 from empirical import train as T
-from empirical.model import AttentionModel
 
 
 
