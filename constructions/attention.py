@@ -11,6 +11,9 @@ that must agree (a test holds them equal):
   (e.g. [..., H, L, L], queries x keys, or the model's [..., L, H, L]) with a causal ``mask``
   that broadcasts against them (True where key <= query; [L, L], or [L, 1, L] for the model's
   layout). Nothing else about the layout is assumed: a query's position is read off the mask.
+  ``torch(scores, mask, extras, hidden=True)`` says the caller has already put -inf at every key
+  a query does not see (the model adds the causal bias inside its scores product, where it is
+  free); every kind maps a -inf score to weight 0, so it then skips its own masking pass.
 
 ``params`` lists extra per-head parameters a kind needs beyond W_Q, W_K, W_V, W_O:
 a ``"scalar"`` (one number per head, e.g. a sink logit) or a ``"vector"`` (a d-vector w per
@@ -193,8 +196,8 @@ def _hide(scores, mask):
     return scores + bias
 
 
-def _softmax_torch(scores, mask, extras):
-    return _hide(scores, mask).softmax(dim=-1)
+def _softmax_torch(scores, mask, extras, hidden=False):
+    return (scores if hidden else _hide(scores, mask)).softmax(dim=-1)
 
 
 register(AttentionKind(
@@ -220,10 +223,11 @@ def _position_divisor_torch(scores, mask):
     return (mask.sum(dim=-1, keepdim=True) - 1).clamp(min=1).to(scores.dtype)
 
 
-def _relu_torch(scores, mask, extras):
+def _relu_torch(scores, mask, extras, hidden=False):
     import torch
 
-    return torch.relu(scores) * mask / _position_divisor_torch(scores, mask)
+    weights = torch.relu(scores) if hidden else torch.relu(scores) * mask  # relu(-inf) = 0
+    return weights / _position_divisor_torch(scores, mask)
 
 
 register(AttentionKind(
@@ -246,13 +250,13 @@ def _row_total(e: Sequence[Any]) -> Any:
     return sum(e[1:], e[0])
 
 
-def _stable_slot_softmax(scores, mask, slot):
+def _stable_slot_softmax(scores, mask, slot, hidden=False):
     """Softmax over the visible keys plus one extra logit ``slot`` (broadcast to [..., L, 1]),
     the slot's own weight dropped: exp(s_k) / (exp(slot) + sum_k' exp(s_k'))."""
     import torch
 
     slot = slot.expand(*scores.shape[:-1], 1)  # [..., L, 1]
-    full = torch.cat([_hide(scores, mask), slot], dim=-1)  # [..., L, L+1]
+    full = torch.cat([scores if hidden else _hide(scores, mask), slot], dim=-1)  # [..., L, L+1]
     return full.softmax(dim=-1)[..., :-1]
 
 
@@ -267,8 +271,8 @@ def _softmax1_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str
     return [v / z for v in e]
 
 
-def _softmax1_torch(scores, mask, extras):
-    return _stable_slot_softmax(scores, mask, scores.new_zeros(()).reshape(1))
+def _softmax1_torch(scores, mask, extras, hidden=False):
+    return _stable_slot_softmax(scores, mask, scores.new_zeros(()).reshape(1), hidden)
 
 
 register(AttentionKind(
@@ -291,8 +295,8 @@ def _sink_logit_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[s
     return [v / z for v in e]
 
 
-def _sink_logit_torch(scores, mask, extras):
-    return _stable_slot_softmax(scores, mask, extras["sink"])
+def _sink_logit_torch(scores, mask, extras, hidden=False):
+    return _stable_slot_softmax(scores, mask, extras["sink"], hidden)
 
 
 register(AttentionKind(
@@ -317,10 +321,11 @@ def _sigmoid_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str,
     return [exact_div(ops.sigmoid(s + extras["bias"]), relu_divisor(i)) for s in scores]
 
 
-def _sigmoid_torch(scores, mask, extras):
+def _sigmoid_torch(scores, mask, extras, hidden=False):
     import torch
 
-    return torch.sigmoid(scores + extras["bias"]) * mask / _position_divisor_torch(scores, mask)
+    weights = torch.sigmoid(scores + extras["bias"])  # sigmoid(-inf + b) = 0
+    return (weights if hidden else weights * mask) / _position_divisor_torch(scores, mask)
 
 
 register(AttentionKind(
@@ -342,10 +347,10 @@ def _gated_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, A
     return [gate * a for a in _softmax_exact(scores, i, ops, extras)]
 
 
-def _gated_torch(scores, mask, extras):
+def _gated_torch(scores, mask, extras, hidden=False):
     import torch
 
-    return _softmax_torch(scores, mask, extras) * torch.sigmoid(extras["gate"])
+    return _softmax_torch(scores, mask, extras, hidden) * torch.sigmoid(extras["gate"])
 
 
 register(AttentionKind(
@@ -368,11 +373,12 @@ def _sigmoid_norm_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping
     return [v / z for v in e]
 
 
-def _sigmoid_norm_torch(scores, mask, extras):
+def _sigmoid_norm_torch(scores, mask, extras, hidden=False):
     import torch
 
     # softmax of log sigmoid(s) is sigmoid(s) / sum sigmoid(s), without underflow at s << 0.
-    logs = _hide(torch.nn.functional.logsigmoid(scores), mask)
+    logs = torch.nn.functional.logsigmoid(scores)  # logsigmoid(-inf) = -inf
+    logs = logs if hidden else _hide(logs, mask)
     return logs.softmax(dim=-1)
 
 

@@ -24,8 +24,9 @@ linear map of the attended inputs:
     out_i = sum_h W_O^h W_V^h sum_k a_ik x_k = sum_h M_h z_i^h,   M_h = W_O^h W_V^h
 
 so per layer: y = x G^T for all heads at once ([S, B*L, d] x [S, d, H*d]), scores = y x^T per
-sequence ([S*B, L*H, d] x [S*B, d, L], laid out [S, B, L(query), H, L(key)]), the kind's weights
-on that layout (keys on the last dim, the mask broadcast as [L, 1, L]), z = a x per sequence,
+sequence ([S*B, L*H, d] x [S*B, d, L], laid out [S, B, L(query), H, L(key)], with the causal
+-inf bias added inside the product by ``baddbmm``), the kind's weights on that layout (keys on
+the last dim, the mask broadcast as [L, 1, L], told the scores are already hidden), z = a x per sequence,
 and out = z M^T ([S, B*L, H*d] x [S, H*d, d]). The parameters stay W_Q, W_K, W_V, W_O;
 G and M are d x d products formed each step, so gradients reach the same parameters.
 """
@@ -91,16 +92,17 @@ class AttentionLayer(nn.Module):
         Gt, Mt = self._maps()
         rows = xs.reshape(S * B, L, d)
         y = torch.bmm(xs.reshape(S, B * L, d), Gt)  # [S, B*L, H*d] = [S*B, L*H, d]
-        scores = torch.bmm(y.reshape(S * B, L * H, d), rows.transpose(1, 2))  # [S*B, L*H, L]
+        # scores [S*B, L*H, L] with -inf at the keys a query does not see, added inside the product
+        scores = torch.baddbmm(_causal_bias(L, H, x), y.reshape(S * B, L * H, d), rows.transpose(1, 2))
         mask = _causal_mask(L, x.device).unsqueeze(1)  # [L, 1, L]: key <= query
-        pattern = self.kind.torch(scores.view(S, B, L, H, L), mask, self.kind_extras(xs))
+        pattern = self.kind.torch(scores.view(S, B, L, H, L), mask, self.kind_extras(xs), hidden=True)
         z = torch.bmm(pattern.reshape(S * B, L * H, L), rows)  # [S*B, L*H, d] = [S, B*L, H*d]
         out = torch.bmm(z.view(S, B * L, H * d), Mt)  # [S, B*L, d]
         pattern = pattern.transpose(-3, -2)  # [S, B, H, L, L], a view (no copy)
         return out.view(*E, B, L, d), pattern if E else pattern[0]
 
 
-_MASKS: dict[tuple[int, str], torch.Tensor] = {}
+_MASKS: dict[tuple, torch.Tensor] = {}
 
 
 def _causal_mask(L: int, device: torch.device) -> torch.Tensor:
@@ -108,6 +110,17 @@ def _causal_mask(L: int, device: torch.device) -> torch.Tensor:
     key = (L, str(device))
     if key not in _MASKS:
         _MASKS[key] = torch.ones(L, L, dtype=torch.bool, device=device).tril()
+    return _MASKS[key]
+
+
+def _causal_bias(L: int, H: int, like: torch.Tensor) -> torch.Tensor:
+    """0 where key <= query, -inf elsewhere, as [1, L*H, L] rows (query, head) for ``baddbmm``;
+    built once per length, heads, device and dtype."""
+    key = (L, H, str(like.device), like.dtype)
+    if key not in _MASKS:
+        hidden = ~_causal_mask(L, like.device).unsqueeze(1)  # [L, 1, L]
+        bias = torch.zeros(L, 1, L, dtype=like.dtype, device=like.device).masked_fill(hidden, float("-inf"))
+        _MASKS[key] = bias.expand(L, H, L).reshape(1, L * H, L)
     return _MASKS[key]
 
 
