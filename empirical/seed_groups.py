@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 # Milliseconds per ensemble step of n seeds ~ a + b * n, (a, b) by (layers, heads): fitted to
-# `sinks train` step rates at n = 1, 2, 3, 5 on the 2-core development machine (1 torch thread,
-# loaded; only ratios matter for planning). Shapes not listed scale with layers * heads.
-STEP_COST = {(1, 1): (2.2, 1.9), (2, 2): (3.2, 4.8), (4, 4): (5.0, 15.5)}
+# `empirical.train.train` step rates at n = 1, 2, 3, 5 on the 2-core development machine (one
+# torch thread, load ~3, 07:56 UTC: 1 layer 1.5 / 2.2 / 2.7 / 5.0 ms, 2 x 2 2.9 / 5.9 / 7.0 /
+# 8.7 ms, 4 x 4 6.3 / 11.8 / 17.2 / 30.9 ms). Only their ratios decide the plan; the progress
+# board rescales them by the rates it measures. Shapes not listed scale with layers * heads.
+STEP_COST = {(1, 1): (1.1, 0.8), (2, 2): (1.5, 1.45), (4, 4): (0.5, 6.1)}
 
 
 @dataclass(frozen=True)
