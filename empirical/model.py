@@ -81,7 +81,9 @@ class AttentionLayer(nn.Module):
         M = self.W_O.reshape(S, d, H, d).transpose(1, 2) @ W_V  # [S, H, d, d]: W_O^h W_V^h
         return G.reshape(S, H * d, d).transpose(1, 2), M.transpose(-1, -2).reshape(S, H * d, d)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, residual: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """The layer's output (``x`` + output with ``residual``, added inside the last product)
+        and its pattern [*E, B, H, L, L]."""
         E = self.W_Q.shape[:-3]  # () or (S,)
         if E and x.dim() == 3:  # one batch for every member
             x = x.expand(*E, *x.shape)
@@ -97,7 +99,8 @@ class AttentionLayer(nn.Module):
         mask = _causal_mask(L, x.device).unsqueeze(1)  # [L, 1, L]: key <= query
         pattern = self.kind.torch(scores.view(S, B, L, H, L), mask, self.kind_extras(xs), hidden=True)
         z = torch.bmm(pattern.reshape(S * B, L * H, L), rows)  # [S*B, L*H, d] = [S, B*L, H*d]
-        out = torch.bmm(z.view(S, B * L, H * d), Mt)  # [S, B*L, d]
+        z = z.view(S, B * L, H * d)
+        out = torch.baddbmm(xs.reshape(S, B * L, d), z, Mt) if residual else torch.bmm(z, Mt)  # [S, B*L, d]
         pattern = pattern.transpose(-3, -2)  # [S, B, H, L, L], a view (no copy)
         return out.view(*E, B, L, d), pattern if E else pattern[0]
 
@@ -174,8 +177,7 @@ class AttentionModel(nn.Module):
         cache = {}
         for n, layer in enumerate(self.layers):
             cache[f"L{n}.input"] = x
-            out, cache[f"L{n}.pattern"] = layer(x)
-            x = x + out if self.residual else out
+            x, cache[f"L{n}.pattern"] = layer(x, residual=self.residual)
         return x, cache
 
 
