@@ -129,7 +129,26 @@ def _per_position_table(certs: list) -> dict:
             "note": "The eval set has the trigger at 7, so it sees queries 1..6 before and 8..15 after the trigger only."}
 
 
+def sink_verdict(certified_mins: list[float], witness_mins: list[float]) -> str:
+    """"Sinks on every input" per head: every certified minimum above ``SINK_MASS`` is verified;
+    an exactly replayed witness input at or below it refutes; a gap across the level is unknown."""
+    from empirical.metrics import SINK_MASS
+
+    if all(m > SINK_MASS for m in certified_mins):
+        return "verified exactly"
+    if any(w <= SINK_MASS for w in witness_mins):
+        return "refuted"
+    return "unknown"
+
+
+def _witness_min(cert: dict) -> float:
+    """The smallest BOS mass the head's replayed witnesses reach at a non-trigger query (upper end)."""
+    return min(q["witness_high"] for q in cert["queries"] if q["case"] != "trigger")
+
+
 def _training_claims(certs: list) -> list[dict]:
+    from empirical.metrics import SINK_MASS
+
     mins = [c["min_bos_nontrigger"] for _, c, _ in certs]
     etas = [(c["eta"]["eta_up"], c["eta"]["eta_lo"]) for _, c, _ in certs]
     overall = [c["t1"]["overall"] for _, c, _ in certs]
@@ -137,9 +156,9 @@ def _training_claims(certs: list) -> list[dict]:
     below = all(lo > 1 / 120 for _, lo in etas)
     seconds = ", ".join("%.1f" % c["seconds"] for _, c, _ in certs)
     return [
-        {"claim": "Every trained single-layer softmax head sinks on EVERY input: certified minimum BOS mass at every "
-                  "non-trigger query over all trigger positions and contents",
-         "verdict": "verified exactly",
+        {"claim": f"Every trained single-layer softmax head sinks on EVERY input: certified minimum BOS mass > {SINK_MASS} "
+                  "at every non-trigger query over all trigger positions and contents",
+         "verdict": sink_verdict(mins, [_witness_min(c) for _, c, _ in certs]),
          "evidence": (f"certified min a_i0 per seed {', '.join(_fmt(m, 6) for m in mins)} (interval arithmetic, "
                       f"witness inputs replayed exactly; searches closed in {sum(c['all_exact'] for _, c, _ in certs)}/"
                       f"{len(certs)} heads); seconds per head {seconds}"),

@@ -73,3 +73,16 @@ def test_softmax_bound_relative_tolerance():
 def test_cancelling_off_trigger_bos_cap_is_the_claimed_half():
     assert part.float_checks_pass([_record("cancelling beta=10", 0.0, 1.0, bos_off=0.5)])[2]
     assert not part.float_checks_pass([_record("cancelling beta=10", 0.0, 1.0, bos_off=0.5 + 1e-9)])[2]
+
+
+def test_sink_mass_level_is_pinned():
+    """SINK_MASS (0.99) decides "a head sinks" in the T1 claims, observed and certified. Pinned
+    on its gap 1 - level: a mass 1.5 gaps below 1 must not count (it would at a gap twice as
+    wide), a mass 0.7 gaps below 1 must count (it would not at a gap half as wide)."""
+    from empirical.certify_parts import sink_verdict
+    from empirical.metrics import SINK_MASS
+
+    gap = 1 - SINK_MASS
+    assert sink_verdict([1 - 0.7 * gap], [1.0]) == "verified exactly"
+    assert sink_verdict([1 - 1.5 * gap], [1.0]) == "unknown"  # the certificate cannot decide
+    assert sink_verdict([1 - 1.5 * gap], [1 - 1.2 * gap]) == "refuted"  # a replayed witness below the level
