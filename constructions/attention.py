@@ -7,8 +7,15 @@ that must agree (a test holds them equal):
 - ``exact(scores, i, ops, extras)``: scalar form on a Python list ``scores[0..i]`` for query
   ``i``, over a numeric backend ``ops`` (fractions, sympy, z3, floats, mpmath). A backend that
   cannot represent an operation raises ``NotExpressible``; nothing is approximated silently.
-- ``torch(scores, mask, extras)``: batched form on ``scores`` [..., H, L, L] (queries x keys)
-  with a causal ``mask`` [L, L] (True where key <= query).
+- ``torch(scores, mask, extras)``: batched form on ``scores`` whose last dimension is the keys
+  (e.g. [..., H, L, L], queries x keys, or the model's [..., L, H, L]) with a causal ``mask``
+  that broadcasts against them (True where key <= query; [L, L], or [L, 1, L] for the model's
+  layout). Nothing else about the layout is assumed: a query's position is read off the mask.
+  ``torch(scores, mask, extras, hidden=True)`` says the caller has already put -inf at every key
+  a query does not see (the model adds the causal bias inside its scores product, where it is
+  free); every built-in kind maps a -inf score to weight 0, so it then skips its own masking
+  pass. Callers go through ``kind.weights_torch``, which hands a form without the ``hidden``
+  parameter (a plug-in's) 0 at the hidden keys instead.
 
 ``params`` lists extra per-head parameters a kind needs beyond W_Q, W_K, W_V, W_O:
 a ``"scalar"`` (one number per head, e.g. a sink logit) or a ``"vector"`` (a d-vector w per
@@ -144,6 +151,25 @@ class AttentionKind:
     prediction: str  # one line: is a sink necessary, and why
     params: tuple[KindParam, ...] = field(default=())
 
+    def weights_torch(self, scores, mask, extras, hidden: bool = False):
+        """The torch form. With ``hidden`` (scores already -inf at the keys a query does not
+        see), a form that takes no ``hidden`` argument, such as a plug-in's, gets those scores
+        as 0 instead, which its own mask then hides: no plug-in has to know about -inf."""
+        if not hidden:
+            return self.torch(scores, mask, extras)
+        if _takes_hidden(self.torch):
+            return self.torch(scores, mask, extras, hidden=True)
+        return self.torch(scores.masked_fill(~mask, 0.0), mask, extras)
+
+
+def _takes_hidden(form: Callable[..., Any]) -> bool:
+    import inspect
+
+    try:
+        return "hidden" in inspect.signature(form).parameters
+    except (TypeError, ValueError):  # a callable without a signature: assume the plain form
+        return False
+
 
 _REGISTRY: dict[str, AttentionKind] = {}
 
@@ -208,8 +234,18 @@ def _softmax_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str,
     return [v / z for v in e]
 
 
-def _softmax_torch(scores, mask, extras):
-    return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+def _hide(scores, mask):
+    """-inf at the keys a query does not see. Adding a 0 / -inf bias gives the same numbers as
+    masked_fill for finite scores, and costs one pass forward and none backward (masked_fill
+    costs about three times as much on the model's [S, B, L, H, L] scores, forward and back)."""
+    import torch
+
+    bias = torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill(~mask, float("-inf"))
+    return scores + bias
+
+
+def _softmax_torch(scores, mask, extras, hidden=False):
+    return (scores if hidden else _hide(scores, mask)).softmax(dim=-1)
 
 
 register(AttentionKind(
@@ -229,18 +265,17 @@ def _relu_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, An
     return [exact_div(ops.relu(s), relu_divisor(i)) for s in scores]
 
 
-def _position_divisor_torch(scores):
-    """max(i, 1) per query row, shaped [L, 1] to broadcast over scores [..., L, L]."""
+def _position_divisor_torch(scores, mask):
+    """max(i, 1) per query row, read off the causal mask (query i sees i + 1 keys), shaped like
+    the mask with one key column, so it broadcasts over scores in any layout."""
+    return (mask.sum(dim=-1, keepdim=True) - 1).clamp(min=1).to(scores.dtype)
+
+
+def _relu_torch(scores, mask, extras, hidden=False):
     import torch
 
-    L = scores.shape[-1]
-    return torch.arange(L, device=scores.device, dtype=scores.dtype).clamp(min=1).unsqueeze(-1)
-
-
-def _relu_torch(scores, mask, extras):
-    import torch
-
-    return torch.relu(scores) * mask / _position_divisor_torch(scores)
+    weights = torch.relu(scores) if hidden else torch.relu(scores) * mask  # relu(-inf) = 0
+    return weights / _position_divisor_torch(scores, mask)
 
 
 register(AttentionKind(
@@ -263,13 +298,13 @@ def _row_total(e: Sequence[Any]) -> Any:
     return sum(e[1:], e[0])
 
 
-def _stable_slot_softmax(scores, mask, slot):
+def _stable_slot_softmax(scores, mask, slot, hidden=False):
     """Softmax over the visible keys plus one extra logit ``slot`` (broadcast to [..., L, 1]),
     the slot's own weight dropped: exp(s_k) / (exp(slot) + sum_k' exp(s_k'))."""
     import torch
 
     slot = slot.expand(*scores.shape[:-1], 1)  # [..., L, 1]
-    full = torch.cat([scores.masked_fill(~mask, float("-inf")), slot], dim=-1)  # [..., L, L+1]
+    full = torch.cat([scores if hidden else _hide(scores, mask), slot], dim=-1)  # [..., L, L+1]
     return full.softmax(dim=-1)[..., :-1]
 
 
@@ -284,8 +319,8 @@ def _softmax1_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str
     return [v / z for v in e]
 
 
-def _softmax1_torch(scores, mask, extras):
-    return _stable_slot_softmax(scores, mask, scores.new_zeros(()).reshape(1))
+def _softmax1_torch(scores, mask, extras, hidden=False):
+    return _stable_slot_softmax(scores, mask, scores.new_zeros(()).reshape(1), hidden)
 
 
 register(AttentionKind(
@@ -308,8 +343,8 @@ def _sink_logit_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[s
     return [v / z for v in e]
 
 
-def _sink_logit_torch(scores, mask, extras):
-    return _stable_slot_softmax(scores, mask, extras["sink"])
+def _sink_logit_torch(scores, mask, extras, hidden=False):
+    return _stable_slot_softmax(scores, mask, extras["sink"], hidden)
 
 
 register(AttentionKind(
@@ -334,10 +369,11 @@ def _sigmoid_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str,
     return [exact_div(ops.sigmoid(s + extras["bias"]), relu_divisor(i)) for s in scores]
 
 
-def _sigmoid_torch(scores, mask, extras):
+def _sigmoid_torch(scores, mask, extras, hidden=False):
     import torch
 
-    return torch.sigmoid(scores + extras["bias"]) * mask / _position_divisor_torch(scores)
+    weights = torch.sigmoid(scores + extras["bias"])  # sigmoid(-inf + b) = 0
+    return (weights if hidden else weights * mask) / _position_divisor_torch(scores, mask)
 
 
 register(AttentionKind(
@@ -359,10 +395,10 @@ def _gated_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str, A
     return [gate * a for a in _softmax_exact(scores, i, ops, extras)]
 
 
-def _gated_torch(scores, mask, extras):
+def _gated_torch(scores, mask, extras, hidden=False):
     import torch
 
-    return _softmax_torch(scores, mask, extras) * torch.sigmoid(extras["gate"])
+    return _softmax_torch(scores, mask, extras, hidden) * torch.sigmoid(extras["gate"])
 
 
 register(AttentionKind(
@@ -385,11 +421,12 @@ def _sigmoid_norm_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping
     return [v / z for v in e]
 
 
-def _sigmoid_norm_torch(scores, mask, extras):
+def _sigmoid_norm_torch(scores, mask, extras, hidden=False):
     import torch
 
     # softmax of log sigmoid(s) is sigmoid(s) / sum sigmoid(s), without underflow at s << 0.
-    logs = torch.nn.functional.logsigmoid(scores).masked_fill(~mask, float("-inf"))
+    logs = torch.nn.functional.logsigmoid(scores)  # logsigmoid(-inf) = -inf
+    logs = logs if hidden else _hide(logs, mask)
     return logs.softmax(dim=-1)
 
 
@@ -421,13 +458,13 @@ def _softpick_exact(scores: Sequence[Any], i: int, ops: Ops, extras: Mapping[str
     return [r / (z + eps) for r in rectified]
 
 
-def _softpick_torch(scores, mask, extras):
+def _softpick_torch(scores, mask, extras, hidden=False):
     import torch
 
     # Multiply numerator and denominator by e^-m, m = max(0, largest visible score), so nothing
     # overflows; e^s - 1 is formed as e^(s+ - m)(1 - e^-s+) + e^-m (e^s- - 1) with s+ = max(s, 0),
     # s- = min(s, 0) (each term exact to rounding via expm1, and 0 on the other side of 0).
-    s = scores.masked_fill(~mask, 0.0)  # hidden keys: score 0 gives e^0 - 1 = 0, no weight
+    s = scores.masked_fill(~mask, 0.0)  # hidden keys (-inf too): score 0 gives e^0 - 1 = 0, no weight
     m = s.amax(dim=-1, keepdim=True).clamp(min=0)
     pos, neg = s.clamp(min=0), s.clamp(max=0)
     diff = torch.exp(pos - m) * -torch.expm1(-pos) + torch.exp(-m) * torch.expm1(neg)  # e^-m (e^s - 1)

@@ -290,23 +290,60 @@ def sample(
     dtype = dtype or torch.float32
     if not cfg.is_reference:
         return _sample_variant(cfg, batch, generator, device, dtype)
+    content, trig = _draw_reference(cfg, batch, generator, dtype)
+    return _build_reference(cfg, content, trig, device)
+
+
+def sample_members(
+    cfg: TaskConfig,
+    batch: int,
+    generators: "Sequence[torch.Generator]",
+    device: "str | torch.device | None" = None,
+    dtype: "torch.dtype | None" = None,
+) -> Batch:
+    """One batch per generator, stacked: x, y [S, B, L, d], trigger [S, B]. Member m's batch is
+    exactly ``sample(cfg, batch, generators[m])`` (each generator draws the same numbers in the
+    same order); the reference task builds all members' sequences and targets at once."""
+    import torch
+
+    dtype = dtype or torch.float32
+    if not cfg.is_reference:
+        parts = [sample(cfg, batch, g, device, dtype) for g in generators]
+        return Batch(*(torch.stack([getattr(p, f) for p in parts]) for f in Batch._fields))
+    draws = [_draw_reference(cfg, batch, g, dtype) for g in generators]
+    content = torch.stack([c for c, _ in draws])
+    trig = torch.stack([t for _, t in draws])
+    return _build_reference(cfg, content, trig, device)
+
+
+def _draw_reference(cfg: TaskConfig, batch: int, generator: "torch.Generator", dtype) -> tuple:
+    """The random numbers of one reference batch, in a fixed order: content, then triggers."""
+    import torch
+
     gen_device = generator.device
-    B, L, d = batch, cfg.L, cfg.d
-    x = torch.zeros(B, L, d, dtype=dtype, device=gen_device)
-    shape = (B, L - 1, d - 3)
+    shape = (batch, cfg.L - 1, cfg.d - 3)
     if cfg.content == "uniform":
         content = torch.rand(shape, generator=generator, dtype=dtype, device=gen_device) * 2 - 1
     else:
         content = torch.randn(shape, generator=generator, dtype=dtype, device=gen_device)
-    x[:, 1:, content_slice(d)] = content
     if cfg.trigger is None:
-        trig = torch.randint(2, L, (B,), generator=generator, device=gen_device)
+        trig = torch.randint(2, cfg.L, (batch,), generator=generator, device=gen_device)
     else:
-        trig = torch.full((B,), cfg.trigger, dtype=torch.long, device=gen_device)
-    is_trigger = torch.arange(L, device=gen_device) == trig.unsqueeze(-1)  # [B, L]
-    x[:, 0, BOS_FLAG] = 1
-    x[:, :, TRIGGER_FLAG] = is_trigger.to(dtype)
-    x[:, 1:, content_flag(d)] = (~is_trigger[:, 1:]).to(dtype)
+        trig = torch.full((batch,), cfg.trigger, dtype=torch.long, device=gen_device)
+    return content, trig
+
+
+def _build_reference(cfg: TaskConfig, content: "torch.Tensor", trig: "torch.Tensor", device) -> Batch:
+    """Sequences and targets from drawn ``content`` [..., B, L-1, d-3] and triggers [..., B]."""
+    import torch
+
+    L, d = cfg.L, cfg.d
+    x = torch.zeros(*trig.shape, L, d, dtype=content.dtype, device=content.device)
+    x[..., 1:, content_slice(d)] = content
+    is_trigger = torch.arange(L, device=content.device) == trig.unsqueeze(-1)  # [..., B, L]
+    x[..., 0, BOS_FLAG] = 1
+    x[..., :, TRIGGER_FLAG] = is_trigger.to(x.dtype)
+    x[..., 1:, content_flag(d)] = (~is_trigger[..., 1:]).to(x.dtype)
     y = target_torch(x, trig, cfg.residual)
     if device is not None:
         x, y, trig = x.to(device), y.to(device), trig.to(device)

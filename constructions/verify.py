@@ -213,6 +213,14 @@ class ExpRational:
     def is_zero(self) -> bool:
         return not self.num
 
+    def rational(self) -> Fraction:
+        """This element as a Fraction; ``NotExpressible`` unless it is a constant."""
+        if not self.num:
+            return Fraction(0)
+        if set(self.num) - {0} or set(self.den) != {0}:
+            raise NotExpressible(f"{self!r} is not a rational constant")
+        return self.num.get(0, Fraction(0)) / self.den[0]
+
     def key(self) -> tuple:
         """A hashable form of this representation (equal keys imply equal values)."""
         return tuple(sorted(self.num.items())), tuple(sorted(self.den.items()))
@@ -236,6 +244,8 @@ def exp_field_ops(beta: Fraction) -> attention.Ops:
     beta = _rational_beta(beta)
 
     def exp(x: Any) -> ExpRational:
+        if isinstance(x, ExpRational):  # a score computed from a stream that holds field elements
+            x = x.rational()
         n = Fraction(x) / beta
         if n.denominator != 1:
             raise NotExpressible(f"exp({x}) is not a power of e^{beta}")
@@ -341,24 +351,3 @@ def verify_softmax(net: reference.Network, beta: Any, cfg: task.TaskConfig,
             "max_bos_mass_at_trigger": float(max_mass_at.b),
         },
     )
-
-
-# ----------------------------------------------------------------------------------------
-# One entry point by name.
-
-
-def verify(construction: str, d: int = 4, L: int = 5, values: Iterable[Any] = task.DEFAULT_VALUES,
-           beta: Any = Fraction(10), layers: int = 1, heads: int = 1) -> Verdict:
-    """Build ``construction`` ("relu", "relu-stack" or "softmax") and verify it exactly."""
-    from . import relu_head
-
-    if construction == "relu":
-        return verify_sink_free(relu_head.build(d), task.TaskConfig(d=d, L=L), values, "relu")
-    if construction == "relu-stack":
-        net = relu_head.build_stack(d, layers, heads)
-        return verify_sink_free(net, task.TaskConfig(d=d, L=L, residual=True), values,
-                                f"relu-stack {layers}x{heads}")
-    if construction == "softmax":
-        return verify_softmax(softmax_head.build(d, beta), beta, task.TaskConfig(d=d, L=L), values,
-                              f"softmax beta={beta}")
-    raise BadInput(f"unknown construction {construction!r}; valid: relu, relu-stack, softmax")

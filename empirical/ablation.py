@@ -115,7 +115,7 @@ def of_summary(summary: dict[str, Any]) -> dict[str, Any]:
 
     config = train.TrainConfig.from_dict(summary["config"])
     batch = evaluation_set(config)
-    return head_ablations(weights.load(summary), batch.x, batch.y, batch.trigger)
+    return head_ablations(weights.model_from_summary(summary), batch.x, batch.y, batch.trigger)
 
 
 def evaluation_set(config):

@@ -185,5 +185,6 @@ def float_check(net: reference.Network, L: int, batch: int = 32, seed: int = 0,
         "max_abs_error": float((out - batch_data.y).abs().max()),
         "max_bos_weight": float(bos.abs().max()),
         "min_bos_weight_off_trigger": float(bos[~trig].min()),
+        "max_bos_weight_off_trigger": float(bos[~trig].max()),
         "max_bos_weight_at_trigger": float(bos[trig].max()),
     }

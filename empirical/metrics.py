@@ -16,6 +16,9 @@ import torch
 
 GU_EPS = 0.3  # Gu et al. (ICLR 2025) default threshold on the head score alpha_0
 GU_EPS_STRICT = 0.8  # the stricter threshold used by Barbero et al. (2025)
+# A single-layer head "sinks" at a query when its BOS mass there is above this level: the level
+# of the reports' T1 claims, observed (mean over the evaluation set) and certified (every input).
+SINK_MASS = 0.99
 
 
 def query_masks(trigger: torch.Tensor, L: int) -> dict[str, torch.Tensor]:

@@ -14,6 +14,21 @@ seed), so several seeds train in one batched computation. Shapes (``*E`` is ``(S
 
 The attention weights come from ``constructions.attention`` (the same registry the exact
 evaluator uses); a test holds this model equal to ``constructions.reference.forward``.
+
+How a layer is computed (the same function, arranged so that every product is one batched
+matrix product on contiguous memory, with no permute copies; measured in
+tests/benchmarks/test_bench_train.py). A head's score is a bilinear form and its output a
+linear map of the attended inputs:
+
+    s_ik = (W_Q x_i) . (W_K x_k) = (G x_i) . x_k          G = W_K^T W_Q      [d, d] per head
+    out_i = sum_h W_O^h W_V^h sum_k a_ik x_k = sum_h M_h z_i^h,   M_h = W_O^h W_V^h
+
+so per layer: y = x G^T for all heads at once ([S, B*L, d] x [S, d, H*d]), scores = y x^T per
+sequence ([S*B, L*H, d] x [S*B, d, L], laid out [S, B, L(query), H, L(key)], with the causal
+-inf bias added inside the product by ``baddbmm``), the kind's weights on that layout (keys on
+the last dim, the mask broadcast as [L, 1, L], told the scores are already hidden), z = a x per sequence,
+and out = z M^T ([S, B*L, H*d] x [S, H*d, d]). The parameters stay W_Q, W_K, W_V, W_O;
+G and M are d x d products formed each step, so gradients reach the same parameters.
 """
 
 from __future__ import annotations
@@ -44,27 +59,72 @@ class AttentionLayer(nn.Module):
         })
 
     def kind_extras(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Extra kind parameters shaped to broadcast against scores [*E, B, H, L, L]."""
+        """Extra kind parameters shaped to broadcast against scores [S, B, L, H, L]
+        (``x`` is [S, B, L, d] with the ensemble flattened to S)."""
         out = {}
         for p in self.kind.params:
-            w = self.extras[p.name]
-            if p.shape == "vector":  # the query's projection w . x_i: [*E, B, H, L, 1]
-                out[p.name] = torch.einsum("...hd,...bld->...bhl", w, x).unsqueeze(-1)
-            else:  # [*E, 1, H, 1, 1]
-                out[p.name] = w.unsqueeze(-2).unsqueeze(-1).unsqueeze(-1)
+            w = self.extras[p.name].reshape(-1, self.heads, *((self.d,) if p.shape == "vector" else ()))
+            if p.shape == "vector":  # the query's projection w . x_i: [S, B, L, H, 1]
+                S, B, L, d = x.shape
+                proj = torch.bmm(x.reshape(S, B * L, d), w.transpose(1, 2))  # [S, B*L, H]
+                out[p.name] = proj.reshape(S, B, L, self.heads, 1)
+            else:  # [S, 1, 1, H, 1]
+                out[p.name] = w.reshape(-1, 1, 1, self.heads, 1)
         return out
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        L = x.shape[-2]
-        q = torch.einsum("...hed,...bld->...bhle", self.W_Q, x)  # [*E, B, H, L, d]
-        k = torch.einsum("...hed,...bld->...bhle", self.W_K, x)  # [*E, B, H, L, d]
-        v = torch.einsum("...hed,...bld->...bhle", self.W_V, x)  # [*E, B, H, L, d]
-        scores = q @ k.transpose(-1, -2)  # [*E, B, H, L, L]
-        mask = torch.ones(L, L, dtype=torch.bool, device=x.device).tril()  # key <= query
-        pattern = self.kind.torch(scores, mask, self.kind_extras(x))  # [*E, B, H, L, L]
-        z = (pattern @ v).movedim(-3, -2).flatten(-2)  # [*E, B, L, H*d], heads concatenated
-        out = torch.einsum("...oc,...blc->...blo", self.W_O, z)  # [*E, B, L, d]
-        return out, pattern
+    def _maps(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """G^T = (W_K^T W_Q)^T per head as [S, d, H*d] and M^T = (W_O^h W_V^h)^T as [S, H*d, d]."""
+        d, H = self.d, self.heads
+        W_Q, W_K, W_V = (W.reshape(-1, H, d, d) for W in (self.W_Q, self.W_K, self.W_V))
+        S = W_Q.shape[0]
+        G = W_K.transpose(-1, -2) @ W_Q  # [S, H, d, d]: y_i^h = G_h x_i
+        M = self.W_O.reshape(S, d, H, d).transpose(1, 2) @ W_V  # [S, H, d, d]: W_O^h W_V^h
+        return G.reshape(S, H * d, d).transpose(1, 2), M.transpose(-1, -2).reshape(S, H * d, d)
+
+    def forward(self, x: torch.Tensor, residual: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """The layer's output (``x`` + output with ``residual``, added inside the last product)
+        and its pattern [*E, B, H, L, L]."""
+        E = self.W_Q.shape[:-3]  # () or (S,)
+        if E and x.dim() == 3:  # one batch for every member
+            x = x.expand(*E, *x.shape)
+        B, L, d = x.shape[-3:]
+        H = self.heads
+        xs = x.reshape(-1, B, L, d)  # [S, B, L, d]
+        S = xs.shape[0]
+        Gt, Mt = self._maps()
+        rows = xs.reshape(S * B, L, d)
+        y = torch.bmm(xs.reshape(S, B * L, d), Gt)  # [S, B*L, H*d] = [S*B, L*H, d]
+        # scores [S*B, L*H, L] with -inf at the keys a query does not see, added inside the product
+        scores = torch.baddbmm(_causal_bias(L, H, x), y.reshape(S * B, L * H, d), rows.transpose(1, 2))
+        mask = _causal_mask(L, x.device).unsqueeze(1)  # [L, 1, L]: key <= query
+        pattern = self.kind.weights_torch(scores.view(S, B, L, H, L), mask, self.kind_extras(xs), hidden=True)
+        z = torch.bmm(pattern.reshape(S * B, L * H, L), rows)  # [S*B, L*H, d] = [S, B*L, H*d]
+        z = z.view(S, B * L, H * d)
+        out = torch.baddbmm(xs.reshape(S, B * L, d), z, Mt) if residual else torch.bmm(z, Mt)  # [S, B*L, d]
+        pattern = pattern.transpose(-3, -2)  # [S, B, H, L, L], a view (no copy)
+        return out.view(*E, B, L, d), pattern if E else pattern[0]
+
+
+_MASKS: dict[tuple, torch.Tensor] = {}
+
+
+def _causal_mask(L: int, device: torch.device) -> torch.Tensor:
+    """The [L, L] causal mask (True where key <= query), built once per length and device."""
+    key = (L, str(device))
+    if key not in _MASKS:
+        _MASKS[key] = torch.ones(L, L, dtype=torch.bool, device=device).tril()
+    return _MASKS[key]
+
+
+def _causal_bias(L: int, H: int, like: torch.Tensor) -> torch.Tensor:
+    """0 where key <= query, -inf elsewhere, as [1, L*H, L] rows (query, head) for ``baddbmm``;
+    built once per length, heads, device and dtype."""
+    key = (L, H, str(like.device), like.dtype)
+    if key not in _MASKS:
+        hidden = ~_causal_mask(L, like.device).unsqueeze(1)  # [L, 1, L]
+        bias = torch.zeros(L, 1, L, dtype=like.dtype, device=like.device).masked_fill(hidden, float("-inf"))
+        _MASKS[key] = bias.expand(L, H, L).reshape(1, L * H, L)
+    return _MASKS[key]
 
 
 class AttentionModel(nn.Module):
@@ -117,8 +177,7 @@ class AttentionModel(nn.Module):
         cache = {}
         for n, layer in enumerate(self.layers):
             cache[f"L{n}.input"] = x
-            out, cache[f"L{n}.pattern"] = layer(x)
-            x = x + out if self.residual else out
+            x, cache[f"L{n}.pattern"] = layer(x, residual=self.residual)
         return x, cache
 
 

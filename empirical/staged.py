@@ -37,6 +37,18 @@ def hook_names(layers: int) -> list[str]:
     return [f"blocks.{n}.{stage}" for n in range(layers) for stage in STAGES]
 
 
+def kind_pattern(layer, x: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """The kind's weights [*E, B, H, L, L] for ``scores`` in that layout, computed in the model's
+    own layout (scores [S, B, L, H, L], extras from ``layer.kind_extras``, mask [L, 1, L])."""
+    E = layer.W_Q.shape[:-3]
+    B, L, d = x.shape[-3:]
+    H = scores.shape[-3]
+    xs = x.expand(*E, B, L, d).reshape(-1, B, L, d)  # [S, B, L, d]
+    mask = torch.ones(L, L, dtype=torch.bool, device=x.device).tril().unsqueeze(1)  # key <= query
+    pattern = layer.kind.weights_torch(scores.reshape(-1, B, H, L, L).transpose(2, 3), mask, layer.kind_extras(xs))
+    return pattern.transpose(2, 3).reshape(scores.shape)
+
+
 def attention_stage(layer, x: torch.Tensor, hook: Hook, prefix: str) -> torch.Tensor:
     """One layer's attention output [*E, B, L, d] from its input ``x``, hooked at every stage."""
     def project(W):  # [*E, H, d, d] x [*E, B, L, d] -> [*E, B, L, H, d]
@@ -46,9 +58,7 @@ def attention_stage(layer, x: torch.Tensor, hook: Hook, prefix: str) -> torch.Te
     k = hook(f"{prefix}attn.hook_k", project(layer.W_K))
     v = hook(f"{prefix}attn.hook_v", project(layer.W_V))
     scores = hook(f"{prefix}attn.hook_attn_scores", torch.einsum("...qhe,...khe->...hqk", q, k))
-    L = x.shape[-2]
-    mask = torch.ones(L, L, dtype=torch.bool, device=x.device).tril()  # key <= query
-    pattern = hook(f"{prefix}attn.hook_pattern", layer.kind.torch(scores, mask, layer.kind_extras(x)))
+    pattern = hook(f"{prefix}attn.hook_pattern", kind_pattern(layer, x, scores))
     z = hook(f"{prefix}attn.hook_z", torch.einsum("...hqk,...khe->...qhe", pattern, v))
     return hook(f"{prefix}hook_attn_out", torch.einsum("...oc,...blc->...blo", layer.W_O, z.flatten(-2)))
 

@@ -1,7 +1,8 @@
 """Sweeps: lists of pure jobs, each result written atomically under a run id derived from its job.
 
 A job is ``Job(fn, config, seeds)``: ``fn`` names a function by its dotted path (``"pkg.mod.func"``
-or ``"pkg.mod:func"``) so that any worker, local or on a Ray cluster, can import it; ``config`` is
+or ``"pkg.mod:func"``) so that any worker, local or on a Ray cluster, can import it, and must be
+one of the registered job functions ``JOB_FUNCTIONS`` (a sweep file is data, not code); ``config`` is
 a frozen dataclass; ``seeds`` is a tuple of ints. The function is called as
 ``fn(config, seeds, device) -> dict`` and must be pure: the same job gives the same result.
 
@@ -46,6 +47,13 @@ from constructions.files import config_from_dict, provenance, to_jsonable, write
 from empirical.device import owned_cores
 
 BACKENDS = ("process", "ray", "serial")
+# The job functions a sweep may call, by canonical name. A sweep file is data: it can only name
+# one of these, and a name is checked against this list before anything is imported.
+JOB_FUNCTIONS = (
+    "empirical.train:train_job",
+    "empirical.beyond:train_run",
+    "empirical.sweep:_echo_job",  # test-only, documented below
+)
 RAY_INSTALL_HINT = "--backend ray needs the optional extra: pip install -e '.[ray]'"
 
 
@@ -64,8 +72,12 @@ def canonical_fn(fn: str) -> str:
 
 
 def resolve_fn(fn: str) -> Callable[..., dict]:
-    """Import the job function named ``fn``; a name that does not import is bad input."""
-    module, _, name = canonical_fn(fn).partition(":")
+    """Import the registered job function named ``fn``; any other name is bad input."""
+    canonical = canonical_fn(fn)
+    if canonical not in JOB_FUNCTIONS:
+        raise BadInput(f"job function {fn!r} is not a registered job; valid: "
+                       f"{', '.join(f.replace(':', '.') for f in JOB_FUNCTIONS)}")
+    module, _, name = canonical.partition(":")
     try:
         target = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
@@ -224,13 +236,20 @@ def _limit_threads(threads: int) -> None:
         sys.modules["torch"].set_num_threads(threads)
 
 
-def _execute(job: Job, device: str, threads: int | None) -> tuple[Any, float]:
-    """Run one job (in a worker); returns its JSON-able result and wall time."""
+def _execute(job: Job, device: str, threads: int | None, progress_file: str | None = None) -> tuple[Any, float]:
+    """Run one job (in a worker); returns its JSON-able result and wall time. While it runs,
+    ``empirical.progress.report`` writes to ``progress_file`` (if given)."""
+    from empirical import progress
+
     fn = resolve_fn(job.fn)
     if threads is not None and "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
     start = time.perf_counter()
-    result = fn(job.config, job.seeds, device)
+    progress.set_channel(progress_file)
+    try:
+        result = fn(job.config, job.seeds, device)
+    finally:
+        progress.set_channel(None)
     if not isinstance(result, dict):
         raise TypeError(f"job function {job.fn} returned {type(result).__name__}, not a dict")
     return to_jsonable(result), time.perf_counter() - start
@@ -257,10 +276,13 @@ def run_sweep(
     workers: int | None = None,
     device: str = "cpu",
     on_event: Callable[[str, str, str], None] | None = None,
+    on_wait: Callable[[], None] | None = None,
 ) -> SweepOutcome:
     """Run every job of ``jobs`` that has no complete record under ``out_dir``; see the module doc.
 
-    ``on_event(kind, run_id, detail)`` is told of each job ("skipped", "done", "failed").
+    ``on_event(kind, run_id, detail)`` is told of each job ("skipped", "done", "failed");
+    ``on_wait()`` is called about once a second while the process backend waits for jobs; with
+    it, jobs report their progress into ``out_dir/.progress/<run id>.json`` (``empirical.progress``).
     A failed job (an exception, or a worker that died) leaves no record and is retried on rerun.
     """
     if backend not in BACKENDS:
@@ -295,25 +317,45 @@ def run_sweep(
         notify("failed", job.run_id, message)
 
     runner = {"process": _run_processes, "ray": _run_ray, "serial": _run_serial}[backend]
-    runner(pending, workers, device, finished, failed)
+    runner(pending, workers, device, finished, failed, _Progress(out_dir, on_wait))
     return outcome
+
+
+@dataclass
+class _Progress:
+    """Where a job reports its progress, and what the driver calls while it waits."""
+
+    out_dir: Path
+    on_wait: Callable[[], None] | None
+
+    def file(self, job: Job) -> str | None:
+        """The job's progress file; none when nobody watches (no ``on_wait``)."""
+        from empirical.progress import progress_path
+
+        return str(progress_path(self.out_dir, job.run_id)) if self.on_wait else None
+
+    def wait(self) -> None:
+        if self.on_wait is not None:
+            self.on_wait()
 
 
 Done = Callable[[Job, tuple[Any, float]], None]
 Failed = Callable[[Job, BaseException], None]
 
 
-def _run_serial(jobs: Sequence[Job], workers: int | None, device: str, finished: Done, failed: Failed) -> None:
+def _run_serial(jobs: Sequence[Job], workers: int | None, device: str, finished: Done, failed: Failed,
+                progress: _Progress) -> None:
     for job in jobs:
         try:
-            payload = _execute(job, device, None)
+            payload = _execute(job, device, None, progress.file(job))
         except Exception as e:  # a failing job must not stop the others
             failed(job, e)
         else:
             finished(job, payload)
 
 
-def _run_processes(jobs: Sequence[Job], workers: int | None, device: str, finished: Done, failed: Failed) -> None:
+def _run_processes(jobs: Sequence[Job], workers: int | None, device: str, finished: Done, failed: Failed,
+                   progress: _Progress) -> None:
     workers = min(workers or owned_cores(), len(jobs))
     threads = max(1, owned_cores() // workers)
     pool = ProcessPoolExecutor(
@@ -321,9 +363,11 @@ def _run_processes(jobs: Sequence[Job], workers: int | None, device: str, finish
         initializer=_limit_threads, initargs=(threads,),
     )
     try:
-        futures: dict[Future, Job] = {pool.submit(_execute, job, device, threads): job for job in jobs}
+        futures: dict[Future, Job] = {pool.submit(_execute, job, device, threads, progress.file(job)): job
+                                      for job in jobs}
         while futures:
-            done, _ = wait(futures, return_when=FIRST_COMPLETED)
+            done, _ = wait(futures, timeout=1.0, return_when=FIRST_COMPLETED)
+            progress.wait()
             for future in done:
                 job = futures.pop(future)
                 try:
@@ -338,7 +382,8 @@ def _run_processes(jobs: Sequence[Job], workers: int | None, device: str, finish
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _run_ray(jobs: Sequence[Job], workers: int | None, device: str, finished: Done, failed: Failed) -> None:
+def _run_ray(jobs: Sequence[Job], workers: int | None, device: str, finished: Done, failed: Failed,
+             progress: _Progress) -> None:
     try:
         import ray
     except ImportError:

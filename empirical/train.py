@@ -8,9 +8,10 @@ ensemble model (a leading seed dimension on every parameter, ``empirical.model``
 - the loss is the sum over members of each member's MSE, so each member's gradient is its own
   and Adam (elementwise) updates each member as if it trained alone;
 - the stop rule is checked for each member at every step: the first batch whose max-abs error
-  is below ``tol`` stops that member; it is frozen from then on (its loss is masked out and its
-  Adam first moment zeroed, so every later update of its parameters is exactly 0). Checking it
-  costs one host sync of an [S] tensor per step, nothing more.
+  is below ``tol`` stops that member at that step. A stopped member never moves again: it leaves
+  the computation (``empirical.ensemble``: its weights are kept, the others train on), so later
+  steps cost only the members still training. Checking it costs one read-back of an [S]
+  tensor per step, nothing more.
 
 The summary (JSON-able) holds per member: steps to stop (or the cap, flagged not converged),
 the final batch error, the evaluation on ``eval_sequences`` sequences with the trigger at
@@ -25,11 +26,12 @@ import copy
 import dataclasses
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from constructions import attention, files, task
 from constructions.errors import BadInput
+from empirical.ensemble import Ensemble
 
 DATA_SEED_OFFSET = 1 << 40  # member s draws data from seed 2^40 + s: never an init seed
 EVAL_SEED = 20260329  # one fixed evaluation set for every run and member
@@ -125,11 +127,10 @@ class _Progress:
 
             self.bar = tqdm(total=total, desc=label, unit="step", leave=False, mininterval=0.5)
 
-    def show(self, step: int, active, max_err: list[float]) -> None:
+    def show(self, step: int, active: int, max_err: list[float]) -> None:
         if self.bar is not None:
-            live = [e for e, a in zip(max_err, active.tolist()) if a]
             self.bar.update(step - self.bar.n)
-            self.bar.set_postfix(active=len(live), max_err=f"{max(live, default=0):.2e}", refresh=False)
+            self.bar.set_postfix(active=active, max_err=f"{max(max_err, default=0):.2e}", refresh=False)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -137,67 +138,65 @@ class _Progress:
 
 
 def _sample(cfg: task.TaskConfig, batch: int, generators: list, device: str):
-    """One fresh batch per member: x, y [S, B, L, d]."""
-    import torch
-
-    parts = [task.sample(cfg, batch, g) for g in generators]
-    x = torch.stack([p.x for p in parts]).to(device)
-    y = torch.stack([p.y for p in parts]).to(device)
-    return x, y
+    """One fresh batch per member (member m's from its own generator): x, y [S, B, L, d]."""
+    b = task.sample_members(cfg, batch, generators, device)
+    return b.x, b.y
 
 
 def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict[str, Any]:
     """Train every seed of ``config`` together; return the JSON-able summary."""
     import torch
 
-    from empirical import weights
+    from empirical import progress as job_progress
     from empirical.model import AttentionModel
 
     S = len(config.seeds)
     model = AttentionModel(config.kind, config.d, layers=config.layers, heads=config.heads,
                            residual=config.residual, ensemble=S, seeds=config.seeds, device=device)
-    params = list(model.parameters())
-    opt = torch.optim.Adam(params, lr=config.lr, betas=config.betas)
+    ens = Ensemble(model, config, optimizer)
     train_task = config.task()
     generators = [torch.Generator().manual_seed(data_seed(s)) for s in config.seeds]
     history_set = _eval_batch(config, HISTORY_SEQUENCES, device)
+    shadow = _Float64Shadow(model)
 
-    active = torch.ones(S, dtype=torch.bool, device=device)
-    stop_step = [None] * S
+    stop_step: list[int | None] = [None] * S
     final_batch_err = [float("nan")] * S
+    last = {"loss": [float("nan")] * S, "batch_max_abs_error": [float("nan")] * S}  # per member, host
     history: list[dict[str, Any]] = []
     progress = _Progress(config.max_steps, quiet, f"{config.kind} {config.layers}x{config.heads}")
     start = time.perf_counter()
     steps_run, logging_seconds = 0, 0.0
     for step in range(config.max_steps + 1):
-        x, y = _sample(train_task, config.batch, generators, device)
-        out, _ = model(x)
-        err = out - y  # [S, B, L, d]
-        max_err = err.detach().abs().amax(dim=(1, 2, 3))  # [S]
-        mse = err.pow(2).mean(dim=(1, 2, 3))  # [S]
-        host_err = max_err.tolist()  # the one host sync per step
-        newly = [s for s in range(S) if stop_step[s] is None and host_err[s] < config.tol]
+        x, y = _sample(train_task, config.batch, [generators[m] for m in ens.live], device)
+        mse, max_err = batch_errors(ens.model, x, y)
+        host_err = max_err.tolist()  # the one host read-back per step (the stop rule)
+        newly = [m for m, e in zip(ens.live, host_err) if e < config.tol]
+        logged = step % config.log_every == 0 or newly or step == config.max_steps
+        if logged:
+            for m, loss, e in zip(ens.live, mse.detach().tolist(), host_err):
+                last["loss"][m], last["batch_max_abs_error"][m] = loss, e
         if newly or step == config.max_steps:
-            for s in range(S):
-                if stop_step[s] is None:
-                    final_batch_err[s] = host_err[s]
-            for s in newly:
-                stop_step[s] = step
-            _freeze(opt, active, newly)
-        if step % config.log_every == 0 or newly or step == config.max_steps:
+            for m, e in zip(ens.live, host_err):
+                final_batch_err[m] = e
+            for m in newly:
+                stop_step[m] = step
+        if logged:
             tick = time.perf_counter()
-            history.append(_history_point(model, config, history_set, step, mse, max_err))
+            ens.write_back()
+            history.append(_history_point(shadow.sync(), config, history_set, step, last))
             logging_seconds += time.perf_counter() - tick
-        n_active = int(active.sum()) if newly else None
-        if step == config.max_steps or (newly and n_active == 0):
+        if newly:
+            ens.drop(newly)  # a stopped member never moves again: it leaves the computation
+        if step == config.max_steps or not ens.live:
             break
-        loss = (mse * active).sum()
-        opt.zero_grad(set_to_none=False)
-        loss.backward()
-        opt.step()
+        update(ens.opt, mse)
         steps_run += 1
         if step % 50 == 0:
-            progress.show(step, active, host_err)
+            progress.show(step, len(ens.live), host_err)
+            elapsed = time.perf_counter() - start - logging_seconds
+            job_progress.report(step=step, members=S, active=len(ens.live),
+                                steps_per_second=steps_run / elapsed if elapsed > 0 else 0.0)
+    ens.write_back()
     progress.close()
     seconds = time.perf_counter() - start - logging_seconds  # training only
 
@@ -210,29 +209,46 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
             "final_batch_max_abs_error": final_batch_err[s],
         })
     summary["history"] = history
-    summary["weights"] = weights.record(model)  # for post-hoc analyses (empirical.ablation, lens)
     summary["timing"] = {"seconds": seconds, "history_seconds": logging_seconds, "ensemble_steps": steps_run,
                          "steps_per_second": steps_run / seconds if seconds > 0 else None,
                          "threads": torch.get_num_threads()}
     summary["config"] = dataclasses.asdict(config)
+    _store_weights(summary, model)
     summary["provenance"] = files.provenance(config, list(config.seeds), device)
     return files.to_jsonable(summary)
 
 
-def _freeze(opt, active, members: list[int]) -> None:
-    """Stop ``members``: mask their loss and zero Adam's first moment, so with zero gradients
-    every later update m / (sqrt(v) + eps) of their parameters is exactly 0."""
+def _store_weights(summary: dict, model) -> None:
+    """The final weights per member (``sinks certify`` reads them; ``empirical.weights``)."""
+    from empirical.weights import model_weights
+
+    summary["weights"] = model_weights(model)
+
+
+def batch_errors(model, x, y):
+    """Each member's MSE [S] (with its graph) and max-abs error [S] on its batch x, y [S, B, L, d]."""
+    out, _ = model(x)
+    err = out - y
+    return err.pow(2).mean(dim=(1, 2, 3)), err.detach().abs().amax(dim=(1, 2, 3))
+
+
+def update(opt, mse) -> None:
+    """One Adam step on the members' summed MSE (each member's gradient is its own term's)."""
+    opt.zero_grad(set_to_none=True)
+    mse.sum().backward()
+    opt.step()
+
+
+def optimizer(model, config: TrainConfig):
+    """Adam with the reference betas. The fused kernel (one pass per parameter, the same
+    elementwise update) where this torch has it for the device, else the plain loop."""
     import torch
 
-    if not members:
-        return
-    idx = torch.tensor(members, device=active.device)
-    active[idx] = False
-    for group in opt.param_groups:
-        for p in group["params"]:
-            state = opt.state.get(p)
-            if state and "exp_avg" in state:
-                state["exp_avg"][idx] = 0
+    kwargs = dict(lr=config.lr, betas=config.betas)
+    try:
+        return torch.optim.Adam(model.parameters(), fused=True, **kwargs)
+    except (RuntimeError, TypeError):  # pragma: no cover - torch builds without a fused Adam here
+        return torch.optim.Adam(model.parameters(), **kwargs)
 
 
 def _eval_batch(config: TrainConfig, n: int, device: str = "cpu"):
@@ -249,16 +265,34 @@ def _float64(model):
     return copy.deepcopy(model).to(torch.float64)
 
 
-def _history_point(model, config: TrainConfig, batch, step: int, mse, max_err) -> dict[str, Any]:
-    """Loss, batch error, sink mass per head and (single layer) the certified bound now."""
+class _Float64Shadow:
+    """A float64 twin of the trained model, built once; ``sync()`` copies the current weights
+    into it (no deep copy of the module per history point)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.twin = _float64(model)
+
+    def sync(self):
+        import torch
+
+        with torch.no_grad():
+            for mine, theirs in zip(self.twin.parameters(), self.model.parameters()):
+                mine.copy_(theirs)
+        return self.twin
+
+
+def _history_point(m64, config: TrainConfig, batch, step: int, last: dict[str, list]) -> dict[str, Any]:
+    """Loss, batch error, sink mass per head and (single layer) the certified bound now
+    (``m64``: the float64 twin holding every member's current weights; ``last``: each member's
+    loss and batch max-abs error, for a stopped member those of the batch that stopped it)."""
     import torch
 
     from empirical import bound, metrics
 
     with torch.no_grad():
-        m64 = _float64(model)
         _, cache = m64(batch.x)
-        point = {"step": step, "loss": mse.tolist(), "batch_max_abs_error": max_err.tolist(),
+        point = {"step": step, "loss": list(last["loss"]), "batch_max_abs_error": list(last["batch_max_abs_error"]),
                  "bos_nontrigger_mean": [
                      metrics.bos_mass(cache[f"L{n}.pattern"], batch.trigger)["nontrigger_mean"].tolist()
                      for n in range(config.layers)]}  # [layer][S][H]

@@ -1,43 +1,282 @@
-"""A trained model's weights in its run record, and the model back from them.
+"""Weight files in, exact numbers out: every format ``sinks certify`` reads, as one ``Weights``.
 
-``record(model)`` is JSON data (nested lists of the float parameters, keyed by the model's
-``state_dict`` names, plus the shape fields), stored by training in each summary under
-``"weights"`` so that post-hoc analyses (``empirical.ablation``, ``empirical.lens``) work from
-saved runs without retraining. ``load(summary)`` rebuilds the ensemble model in float64 from
-it; the float32 values convert to float64 exactly, so the loaded model computes what training's
-float64 evaluation computed. Files are data: nothing here executes anything it reads.
+Formats (files are data, never code):
+
+- the project's JSON (``sinks construct --format json``: exact fraction strings) and npz
+  (``allow_pickle=False``), read through ``empirical.construction_check``'s loaders;
+- a ``sinks train`` summary JSON with its ``weights`` (one entry per seed; ``select`` picks one);
+- safetensors (keys as in the npz: ``L{l}.W_Q`` [H, d, d] ... ``L{l}.W_O`` [d, H*d], or the
+  paper's state-dict keys below);
+- a PyTorch state dict of the paper's original code, read with ``torch.load(weights_only=True)``:
+  single head ``W_Q.weight``, ``W_K.weight``, ``W_V.weight``, ``W_O.weight`` (each d x d,
+  ``nn.Linear`` so y = W x: the project's layout); several layers ``layers.{l}.W_Q.weight``
+  [H*d, d] (head h in rows h*d..h*d+d-1; likewise W_K, W_V) and ``layers.{l}.W_O.weight``
+  [d, H*d] (head h in columns h*d..h*d+d-1), always residual.
+
+Every entry becomes an exact ``Fraction`` (a float is a dyadic rational), so the certificates
+of ``proofs.certify`` work on the very numbers in the file. Wrong shapes, NaN / inf, unknown or
+missing keys and a pickle that is not weights-only are ``BadInput`` (one line, exit 2 in the CLI).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-from constructions.errors import BadInput
+
+def model_weights(model) -> list[dict[str, Any]]:
+    """Per ensemble member, the trained weights as plain float lists (exact: float32 -> float64
+    -> JSON repr round-trips), in the npz layout: ``layers[l]`` = {W_Q: [H][d][d], W_K, W_V,
+    W_O: [d][H*d]}, plus ``extras`` {name: [H] or [H][d]} for kinds with parameters of their
+    own. Stored in ``sinks train`` summaries: ``sinks certify`` reads them as exact networks,
+    ``model_from_summary`` rebuilds the torch model (``empirical.ablation``, ``empirical.lens``)."""
+    members = model.ensemble or 1
+    out = []
+    for m in range(members):
+        def pick(W):
+            W = W.detach().cpu().double()
+            return (W if model.ensemble is None else W[m]).tolist()
+
+        out.append({"kind": model.kind.name, "residual": bool(model.residual), "d": model.d,
+                    "layers": [{**{name: pick(getattr(layer, name)) for name in ("W_Q", "W_K", "W_V", "W_O")},
+                                **({"extras": {name: pick(p) for name, p in layer.extras.items()}}
+                                   if len(layer.extras) else {})}
+                               for layer in model.layers]})
+    return out
 
 
-def record(model) -> dict[str, Any]:
-    return {
-        "kind": model.kind.name, "d": model.d, "layers": model.n_layers, "heads": model.n_heads,
-        "residual": model.residual, "ensemble": model.ensemble,
-        "state": {name: t.detach().cpu().tolist() for name, t in model.state_dict().items()},
-    }
-
-
-def load(summary: dict[str, Any], device: str = "cpu"):
-    """The model stored in a training summary (an ``AttentionModel``, float64, ensemble as trained)."""
+def model_from_summary(summary: dict[str, Any], device: str = "cpu"):
+    """The ensemble model a training summary stored (an ``AttentionModel`` in float64, members
+    in the summary's order); float32 values convert to float64 exactly, so it computes what
+    training's float64 evaluation computed. A record without weights is ``BadInput``."""
     import torch
 
+    from constructions.errors import BadInput
     from empirical.model import AttentionModel
 
-    w = summary.get("weights")
-    if not isinstance(w, dict) or "state" not in w:
+    members = summary.get("weights")
+    if not isinstance(members, list) or not members:
         raise BadInput("this run record holds no weights (written before weights were stored): rerun it")
-    E = w["ensemble"]
-    model = AttentionModel(w["kind"], w["d"], layers=w["layers"], heads=w["heads"], residual=w["residual"],
-                           ensemble=E, seeds=list(range(E or 1)), device=device, dtype=torch.float64)
-    state = {name: torch.tensor(v, dtype=torch.float64, device=device) for name, v in w["state"].items()}
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as e:
-        raise BadInput(f"stored weights do not fit the model they name: {str(e).splitlines()[0]}") from None
+    first, E = members[0], len(members)
+    H = len(first["layers"][0]["W_Q"])
+    model = AttentionModel(first["kind"], first["d"], layers=len(first["layers"]), heads=H,
+                           residual=first["residual"], ensemble=E, seeds=list(range(E)), device=device,
+                           dtype=torch.float64)
+    with torch.no_grad():
+        for n, layer in enumerate(model.layers):
+            for name in ("W_Q", "W_K", "W_V", "W_O"):
+                getattr(layer, name).copy_(torch.tensor([m["layers"][n][name] for m in members], dtype=torch.float64))
+            for name, p in layer.extras.items():
+                p.copy_(torch.tensor([m["layers"][n]["extras"][name] for m in members], dtype=torch.float64))
     return model
+
+
+# ----------------------------------------------------------------------------------------
+# Loading.
+
+PAPER_SINGLE = ("W_Q.weight", "W_K.weight", "W_V.weight", "W_O.weight")
+MATRICES = ("W_Q", "W_K", "W_V")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    label: str  # "seed 3", "weights", ...
+    network: Any  # constructions.reference.Network with exact Fractions
+
+
+def _bad(path, what: str):
+    from constructions.errors import BadInput
+
+    return BadInput(f"{path}: {what}")
+
+
+def _matrix(array, shape: tuple[int, int], where: str, path) -> tuple[tuple[Fraction, ...], ...]:
+    import numpy as np
+
+    a = np.asarray(array, dtype=np.float64)
+    if a.shape != shape:
+        raise _bad(path, f"{where} has shape {list(a.shape)}, expected {list(shape)}")
+    if not np.isfinite(a).all():
+        raise _bad(path, f"{where} holds NaN or infinite values")
+    return tuple(tuple(Fraction(float(v)) for v in row) for row in a)
+
+
+def _network(kind: str, residual: bool, layers: list[dict[str, Any]], path) -> Any:
+    """layers[l] = {W_Q: [H, d, d], W_K, W_V, W_O: [d, H*d]} (array-likes) -> exact Network."""
+    import numpy as np
+
+    from constructions import attention, reference
+
+    attention.get(kind)
+    if not layers:
+        raise _bad(path, "no layers found")
+    d = np.asarray(layers[0]["W_O"]).shape[0]
+    H = np.asarray(layers[0]["W_Q"]).shape[0] if np.asarray(layers[0]["W_Q"]).ndim == 3 else 0
+    if d < 4 or H < 1:
+        raise _bad(path, f"W_O must be d x (H*d) with d >= 4 and W_Q [H, d, d]; got d = {d}, H = {H}")
+    out = []
+    for n, layer in enumerate(layers):
+        mats = {}
+        for name in MATRICES:
+            a = np.asarray(layer[name], dtype=np.float64)
+            if a.ndim != 3 or a.shape[0] != H:
+                raise _bad(path, f"layer {n} {name} has shape {list(a.shape)}, expected [{H}, {d}, {d}]")
+            mats[name] = tuple(_matrix(a[h], (d, d), f"layer {n} {name} head {h}", path) for h in range(H))
+        WO = _matrix(layer["W_O"], (d, H * d), f"layer {n} W_O", path)
+        out.append(reference.Layer(mats["W_Q"], mats["W_K"], mats["W_V"], WO))
+    return reference.Network(kind, tuple(out), residual)
+
+
+def _layers_from_flat(arrays: dict[str, Any], path) -> list[dict[str, Any]]:
+    """The npz / safetensors layout: L{l}.W_Q [H, d, d] ... L{l}.W_O [d, H*d]."""
+    import re
+
+    layers: dict[int, dict[str, Any]] = {}
+    for key, value in arrays.items():
+        m = re.fullmatch(r"L(\d+)\.(W_Q|W_K|W_V|W_O)", key)
+        if not m:
+            raise _bad(path, f"unknown key {key!r} (expected L<l>.W_Q / W_K / W_V / W_O, kind, residual)")
+        layers.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return _complete(layers, path)
+
+
+def _complete(layers: dict[int, dict[str, Any]], path) -> list[dict[str, Any]]:
+    if sorted(layers) != list(range(len(layers))):
+        raise _bad(path, f"layers must be numbered 0..{len(layers) - 1}, got {sorted(layers)}")
+    for n, layer in layers.items():
+        missing = [k for k in (*MATRICES, "W_O") if k not in layer]
+        if missing:
+            raise _bad(path, f"layer {n} lacks {', '.join(missing)}")
+    return [layers[n] for n in range(len(layers))]
+
+
+def _is_paper(keys) -> bool:
+    return any(k.endswith(".weight") for k in keys)
+
+
+def paper_layers(state: dict[str, Any], path) -> tuple[list[dict[str, Any]], bool]:
+    """The paper's state dict -> (layers in the npz layout, residual)."""
+    import re
+
+    import numpy as np
+
+    if set(PAPER_SINGLE) & set(state):
+        extra = sorted(set(state) - set(PAPER_SINGLE))
+        if extra:
+            raise _bad(path, f"unknown key {extra[0]!r} in the paper's single-head state dict "
+                             f"(expected {', '.join(PAPER_SINGLE)})")
+        missing = sorted(set(PAPER_SINGLE) - set(state))
+        if missing:
+            raise _bad(path, f"the paper's single-head state dict lacks {', '.join(missing)}")
+        return [{name: np.asarray(state[f"{name}.weight"])[None] for name in MATRICES} |
+                {"W_O": np.asarray(state["W_O.weight"])}], False
+    layers: dict[int, dict[str, Any]] = {}
+    for key, value in state.items():
+        m = re.fullmatch(r"layers\.(\d+)\.(W_Q|W_K|W_V|W_O)\.weight", key)
+        if not m:
+            raise _bad(path, f"unknown key {key!r} in the paper's state dict (expected layers.<l>.W_Q.weight ...)")
+        layers.setdefault(int(m.group(1)), {})[m.group(2)] = np.asarray(value, dtype=np.float64)
+    for n, layer in _complete_items(layers, path):
+        d = layer["W_O"].shape[0] if layer["W_O"].ndim == 2 else 0
+        for name in MATRICES:
+            W = layer[name]
+            if d < 1 or W.ndim != 2 or W.shape[1] != d or W.shape[0] % d:
+                raise _bad(path, f"layers.{n}.{name}.weight has shape {list(W.shape)}, expected [H*{d}, {d}]")
+            layer[name] = W.reshape(W.shape[0] // d, d, d)  # head h: rows h*d .. h*d + d - 1
+    return _complete(layers, path), True
+
+
+def _complete_items(layers, path):
+    return list(enumerate(_complete(layers, path)))
+
+
+def _read_torch(path) -> dict[str, Any]:
+    import pickle
+
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as e:
+        raise _bad(path, f"not a weights-only PyTorch file ({type(e).__name__}: it holds something other than "
+                         "tensors, or is not a torch file; nothing was unpickled)") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise _bad(path, "a PyTorch file must hold a state dict of named tensors")
+    return {k: v.detach().to(torch.float64).numpy() for k, v in state.items()}
+
+
+def _read_safetensors(path) -> tuple[dict[str, Any], dict[str, str]]:
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}, dict(f.metadata() or {})
+    except (SafetensorError, OSError, ValueError) as e:
+        raise _bad(path, f"not a safetensors file ({str(e)[:160]})") from None
+
+
+def _from_arrays(arrays: dict[str, Any], meta: dict[str, Any], kind: str | None, path) -> Any:
+    kind = kind or str(meta.get("kind", "softmax"))
+    if _is_paper(arrays):
+        layers, residual = paper_layers(arrays, path)
+    else:
+        layers = _layers_from_flat(arrays, path)
+        residual = meta.get("residual")
+        residual = (str(residual).lower() == "true") if residual is not None else len(layers) > 1
+    return _network(kind, bool(residual), layers, path)
+
+
+def load(path, kind: str | None = None, seeds: list[int] | None = None) -> list[Loaded]:
+    """Every network in the weight file ``path`` (a training summary holds one per seed)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from constructions.files import read_json
+
+    path = Path(path)
+    if not path.is_file():
+        raise _bad(path, "file not found")
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        data = read_json(path)
+        if isinstance(data, dict) and "weights" in data and "config" in data:
+            return _from_summary(data, seeds, path)
+        from empirical.construction_check import network_from_json
+
+        return [Loaded("weights", network_from_json(data, str(path)))]
+    if suffix == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except (ValueError, OSError) as e:
+            raise _bad(path, f"not a readable npz file without pickles ({str(e)[:160]})") from None
+        meta = {k: arrays.pop(k).item() for k in ("kind", "residual") if k in arrays}
+        arrays.pop("feature_names", None)
+        return [Loaded("weights", _from_arrays(arrays, meta, kind, path))]
+    if suffix == ".safetensors":
+        arrays, meta = _read_safetensors(path)
+        return [Loaded("weights", _from_arrays(arrays, meta, kind, path))]
+    if suffix in (".pt", ".pth", ".bin"):
+        return [Loaded("weights", _from_arrays(_read_torch(path), {}, kind, path))]
+    raise _bad(path, f"unknown weight format {suffix!r} (json, npz, safetensors, pt / pth / bin)")
+
+
+def networks_from_summary(data: dict, source: str = "training summary") -> list[Loaded]:
+    """One exact network per seed of a ``sinks train`` summary (its stored weights)."""
+    return _from_summary(data, None, source)
+
+
+def _from_summary(data: dict, seeds: list[int] | None, path) -> list[Loaded]:
+    weights = data["weights"]
+    config = data["config"]
+    members = list(zip(config.get("seeds", []), weights))
+    if not isinstance(weights, list) or len(members) != len(weights):
+        raise _bad(path, "the training summary's weights do not match its seeds")
+    if seeds is not None:
+        unknown = sorted(set(seeds) - {s for s, _ in members})
+        if unknown:
+            raise _bad(path, f"seed(s) {unknown} not in this summary (it has {[s for s, _ in members]})")
+        members = [(s, w) for s, w in members if s in seeds]
+    return [Loaded(f"seed {s}", _network(w["kind"], bool(w["residual"]), w["layers"], path)) for s, w in members]

@@ -7,7 +7,10 @@ atom is an expression known to be >= 0, and ``target - sum(terms)`` simplifies t
 says why it is non-negative:
 
 - ``premise``: a hypothesis of the statement (for example eta - delta >= 0 from |delta| <= eta);
-- ``lemma:<name>``: the conclusion of another registered statement;
+- ``lemma:<name>``: the conclusion of another registered statement, accepted only when the
+  running statement declares ``<name>`` among its citations (``CITES``, see ``verdict.timed``);
+  whether that lemma is itself proved is settled by the registry, which makes a statement
+  ``proved`` only if every statement it cites is proved in the same run;
 - ``positive``: sympy itself decides ``is_nonnegative`` from the symbols' assumptions
   (ratios of exponentials, positive weights);
 - ``interval``: a function of eta alone, checked non-negative on the stated eta interval by
@@ -19,8 +22,10 @@ coefficient, a missing term or a sign error leaves a non-zero residual.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import sympy
 
@@ -51,10 +56,26 @@ class Atom:
     why: str  # "premise" | "lemma:<name>" | "positive" | "interval"
 
 
+_CITED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("cited", default=frozenset())
+
+
+@contextlib.contextmanager
+def citing(names: Sequence[str]) -> Iterator[None]:
+    """While a statement is checked: the lemmas it declares, the only ones its atoms may cite."""
+    token = _CITED.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _CITED.reset(token)
+
+
 def atom_holds(atom: Atom, eta: sympy.Symbol | None = None, interval: sympy.Interval | None = None) -> bool:
-    """Whether the atom's non-negativity is justified (premises and lemmas are accepted)."""
-    if atom.why == "premise" or atom.why.startswith("lemma:"):
+    """Whether the atom's non-negativity is justified: premises are; a lemma's conclusion only
+    when the running statement declares that lemma (its verdict is checked by the registry)."""
+    if atom.why == "premise":
         return True
+    if atom.why.startswith("lemma:"):
+        return atom.why.removeprefix("lemma:") in _CITED.get()
     if atom.why == "positive":
         return bool(sympy.sympify(atom.expr).is_nonnegative)
     if atom.why == "interval":

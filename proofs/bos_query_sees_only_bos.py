@@ -21,6 +21,7 @@ from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "bos_query_sees_only_bos"
+CITES = ()  # registered statements whose conclusions this proof uses
 D, L = 4, 4
 
 
@@ -53,4 +54,4 @@ def check() -> Verdict:
         ev.note("hence |u_0|_inf = |o_0 - y_0|_inf <= eta and |w . u_0| <= |w|_1 eta (Hoelder)")
 
     return timed(NAME, "the BOS query (position 0) puts weight 1 on BOS, so o_0 = u_0 = W_O W_V x_0; since "
-                       "y_0 = 0, a head with max-abs error <= eta has |u_0|_inf <= eta", body)
+                       "y_0 = 0, a head with max-abs error <= eta has |u_0|_inf <= eta", body, cites=CITES)

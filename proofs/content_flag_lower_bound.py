@@ -22,6 +22,7 @@ from .algebra import Atom, certificate, is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "content_flag_lower_bound"
+CITES = ('token_consistency',)  # registered statements whose conclusions this proof uses
 INTERVAL = sympy.Interval(0, sympy.Rational(1, 12))
 
 
@@ -55,4 +56,4 @@ def check() -> Verdict:
 
     return timed(NAME, "a softmax head with max-abs error <= eta <= 1/12 on the equal-content sequences with "
                        "the trigger at j = 2 and j = 3 (L >= 4) maps every content token x_t(c) to an image "
-                       "whose content-flag coordinate is >= 5/6 - 3 eta", body)
+                       "whose content-flag coordinate is >= 5/6 - 3 eta", body, cites=CITES)

@@ -27,6 +27,7 @@ from .trigger_row_ratio_bound import lower_gap, upper_gap
 from .verdict import Evidence, Verdict, timed
 
 NAME = "flag_sum_lower_bound"
+CITES = ('token_consistency', 'bos_query_sees_only_bos', 'trigger_row_ratio_bound')  # registered statements whose conclusions this proof uses
 INTERVAL = sympy.Interval(0, sympy.Rational(1, 120))
 e = tr.eta
 
@@ -99,4 +100,4 @@ def check() -> Verdict:
     return timed(NAME, "with max-abs error <= eta <= 1/120 on the BOS query and the equal-content sequences "
                        "with the trigger at j = 2, 3, 4 (L >= 5), every content token's and every trigger's image "
                        "has trigger-flag + content-flag coordinate >= m_r(eta) = 1 - 6 eta - 8 eta (1 + 48 eta)/(1 - 96 eta) "
-                       "(content tokens even >= m_t(eta) = 1 - 2 eta - 4 eta (2 + 48 eta)/(1 - 48 eta))", body)
+                       "(content tokens even >= m_t(eta) = 1 - 2 eta - 4 eta (2 + 48 eta)/(1 - 48 eta))", body, cites=CITES)

@@ -20,6 +20,7 @@ from .algebra import Atom, certificate, is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "no_cancellation"
+CITES = ()  # registered statements whose conclusions this proof uses
 
 
 def check() -> Verdict:
@@ -44,4 +45,4 @@ def check() -> Verdict:
 
     return timed(NAME, "if all non-BOS images are equal, or all have u . u_k >= m along one direction u, the "
                        "non-BOS mass shows in the output: (1 - a_0)||v|| <= ||o|| + a_0||u_0||, resp. "
-                       "u . (o - a_0 u_0) >= m (1 - a_0)", body)
+                       "u . (o - a_0 u_0) >= m (1 - a_0)", body, cites=CITES)

@@ -27,6 +27,7 @@ from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "relu_construction_exact"
+CITES = ('relu_rows_can_vanish',)  # registered statements whose conclusions this proof uses
 DIMS = (4, 6)
 
 
@@ -100,14 +101,38 @@ def check_finite_instance(ev: Evidence) -> None:
                         f"single head and 2x2 residual stack: max error and max BOS weight = {worst}")
 
 
+STACKS = ((1, 1), (1, 3), (2, 2), (3, 1), (4, 4))  # (layers, heads) whose weights are checked
+
+
+def check_stack_structure(ev: Evidence, d: int, layers: int, heads: int) -> None:
+    """build_stack's weights: layer 0 head 0 is build(d)'s head with W_O block I; every other
+    W_O block (other heads of layer 0, every head of later layers) is exactly 0."""
+    net, head = relu_head.build_stack(d, layers, heads), relu_head.build(d).layers[0]
+    first = net.layers[0]
+    same = (first.W_Q[0], first.W_K[0], first.W_V[0]) == (head.W_Q[0], head.W_K[0], head.W_V[0])
+    blocks_ok = all(first.W_O[r][c] == (1 if c == r else 0) for r in range(d) for c in range(heads * d))
+    later_zero = all(x == 0 for layer in net.layers[1:] for row in layer.W_O for x in row)
+    ev.step(net.residual and same and blocks_ok and later_zero,
+            f"build_stack(d={d}, layers={layers}, heads={heads}): layer 0 head 0 is the head with W_O block I, "
+            f"every other W_O block is exactly 0")
+
+
 def check() -> Verdict:
     def body(ev: Evidence) -> None:
         for d in DIMS:
             check_dimension(ev, d)
+        for layers, heads in STACKS:
+            check_stack_structure(ev, 4, layers, heads)
+        ev.note("residual stack, symbolic j, L and contents: a head whose W_O block is 0 adds W_O z = 0 whatever its "
+                "(finite) attention, so X_1 = X + (head output) = X + y_single (the single-head steps above, which "
+                "hold for every input X) = the residual target, and every later layer adds 0")
         check_finite_instance(ev)
         ev.note("other d >= 4: the weights touch only the two flag coordinates and W_V = W_O = I, so the "
                 "same computation applies coordinate by coordinate")
         ev.case("symbolic trigger position j and query position i; L does not enter; d in (4, 6) symbolically")
+        ev.case(f"residual stacks: the weights of build_stack(4, layers, heads) for (layers, heads) in {STACKS}; "
+                "the stack step is the single head's theorem plus zero output blocks")
 
     return timed(NAME, "the ReLU head relu_head.build(d) has zero error on every input (symbolic j, L, real "
-                       "contents) and zero BOS weight at every query; build_stack solves the residual task exactly", body)
+                       "contents) and zero BOS weight at every query; build_stack (checked layer/head counts) solves the residual task "
+                       "exactly for symbolic j, L and contents", body, cites=CITES)

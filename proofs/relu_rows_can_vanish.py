@@ -17,6 +17,7 @@ from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "relu_rows_can_vanish"
+CITES = ()  # registered statements whose conclusions this proof uses
 QUERIES = range(0, 6)
 
 
@@ -39,4 +40,4 @@ def check() -> Verdict:
             ev.case("every length n >= 1 (symbolic); registry rows for queries 0..5")
 
     return timed(NAME, "a ReLU attention row whose scores are all <= 0 is identically zero at every length "
-                       "(so ReLU can put no mass anywhere), while a softmax row always sums to 1", body)
+                       "(so ReLU can put no mass anywhere), while a softmax row always sums to 1", body, cites=CITES)

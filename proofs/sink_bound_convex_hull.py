@@ -28,6 +28,7 @@ from .algebra import Atom, adopt, certificate, is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "sink_bound_convex_hull"
+CITES = ()  # registered statements whose conclusions this proof uses
 delta, O, U = sympy.symbols("delta O U", nonnegative=True)
 DEFAULT_BOUND = (delta - O) / (delta + U)
 GRID = [Fraction(p, 4) for p in range(0, 13)]
@@ -90,4 +91,4 @@ def check(bound=None) -> Verdict:
                         return
 
     return timed(NAME, f"weights on the simplex and non-BOS hull at distance delta > 0 imply a_0 >= {claimed}" + ("; tight" if bound is None else ""),
-                 body, planted=bound is not None)
+                 body, planted=bound is not None, cites=CITES)

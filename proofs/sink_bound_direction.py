@@ -27,6 +27,7 @@ from .algebra import Atom, adopt, certificate, is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "sink_bound_direction"
+CITES = ()  # registered statements whose conclusions this proof uses
 m, beta, eps = sympy.symbols("m beta epsilon", positive=True)
 DEFAULT_BOUND = (m - eps) / (m + beta)
 GRID = [Fraction(p, q) for p in range(0, 9) for q in (1, 4)]
@@ -88,4 +89,4 @@ def check(bound=None) -> Verdict:
                         return
 
     return timed(NAME, f"weights on the simplex, u . v_k >= m > 0 (k >= 1), u . v_0 >= -beta, ||u||_* <= 1, "
-                       f"||o|| <= eps < m imply a_0 >= {claimed}" + ("; tight" if bound is None else ""), body, planted=bound is not None)
+                       f"||o|| <= eps < m imply a_0 >= {claimed}" + ("; tight" if bound is None else ""), body, planted=bound is not None, cites=CITES)

@@ -21,6 +21,7 @@ from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "softmax_family_limits"
+CITES = ()  # registered statements whose conclusions this proof uses
 D, L = 4, 5
 beta = sympy.Symbol("beta", positive=True)
 
@@ -67,4 +68,4 @@ def check() -> Verdict:
 
     return timed(NAME, "the softmax family's closed forms match the exact evaluator; its error at non-trigger "
                        "queries is exactly 1 - BOS mass, positive for every finite beta, and -> 0 only as the BOS "
-                       "mass -> 1 (beta -> oo)", body)
+                       "mass -> 1 (beta -> oo)", body, cites=CITES)

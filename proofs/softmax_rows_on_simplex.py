@@ -20,6 +20,7 @@ from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "softmax_rows_on_simplex"
+CITES = ()  # registered statements whose conclusions this proof uses
 REGISTRY_LENGTHS = range(0, 5)
 
 
@@ -59,4 +60,4 @@ def check(claimed_total=None) -> Verdict:
                 return
 
     return timed(NAME, f"softmax weights are positive and every row sums to {claimed} for every length n", body,
-                 planted=claimed_total is not None)
+                 planted=claimed_total is not None, cites=CITES)

@@ -36,6 +36,15 @@ from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "t1_single_layer_sink"
+CITES = (
+    'bos_query_sees_only_bos',
+    'token_consistency',
+    'content_flag_lower_bound',
+    'trigger_row_ratio_bound',
+    'flag_sum_lower_bound',
+    'sink_bound_direction',
+    'softmax_rows_on_simplex',
+)  # registered statements whose conclusions this proof uses
 eta = sympy.Symbol("eta", nonnegative=True)
 PRE_INTERVAL = sympy.Interval(0, sympy.Rational(1, 12))
 ALL_INTERVAL = sympy.Interval(0, sympy.Rational(1, 120))
@@ -114,4 +123,4 @@ def check() -> Verdict:
 
     return timed(NAME, "a single softmax head with worst-case max-abs error eta has a_i0 >= 1 - 12 eta/(5 - 12 eta) "
                        "at every query before the trigger (L >= 4, eta <= 1/12) and a_i0 >= 1 - 4 eta/(m_r(eta) + 2 eta) "
-                       "at every non-trigger query (L >= 5, eta <= 1/120); eta = 0 is impossible", body)
+                       "at every non-trigger query (L >= 5, eta <= 1/120); eta = 0 is impossible", body, cites=CITES)

@@ -24,6 +24,7 @@ from .bos_query_sees_only_bos import generic_head, symbolic_sequence
 from .verdict import Evidence, Verdict, timed
 
 NAME = "token_consistency"
+CITES = ()  # registered statements whose conclusions this proof uses
 A, B = sympy.symbols("A B", positive=True)
 i = sympy.Symbol("i", integer=True, positive=True)
 
@@ -70,4 +71,4 @@ def check() -> Verdict:
 
     return timed(NAME, "equal tokens get equal softmax weights, so along n equal tokens a_i0 = A/(A + iB) "
                        "decreases in i; with BOS value 0, error <= eps at position n forces a_10 >= "
-                       "1 - eps/(n|v| - (n-1) eps) = 1 - eps/(n|v|) + O(eps^2) (tight)", body)
+                       "1 - eps/(n|v| - (n-1) eps) = 1 - eps/(n|v|) + O(eps^2) (tight)", body, cites=CITES)

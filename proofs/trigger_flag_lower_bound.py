@@ -24,6 +24,7 @@ from .algebra import Atom, certificate, is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "trigger_flag_lower_bound"
+CITES = ('token_consistency', 'bos_query_sees_only_bos')  # registered statements whose conclusions this proof uses
 INTERVAL = sympy.Interval(0, sympy.Rational(1, 12))
 
 
@@ -53,4 +54,4 @@ def check() -> Verdict:
 
     return timed(NAME, "with max-abs error <= eta on the BOS query and the equal-content sequences with the trigger "
                        "at j = 2, 3, the trigger's image has trigger-flag coordinate >= 2/3 - 3 eta + "
-                       "(B/C)(1/3 - 4 eta) + (A/C)(2/3 - 4 eta)", body)
+                       "(B/C)(1/3 - 4 eta) + (A/C)(2/3 - 4 eta)", body, cites=CITES)

@@ -21,6 +21,7 @@ from .algebra import Atom, certificate, is_zero
 from .verdict import Evidence, Verdict, timed
 
 NAME = "trigger_row_ratio_bound"
+CITES = ('token_consistency',)  # registered statements whose conclusions this proof uses
 
 
 def lower_gap():
@@ -55,4 +56,4 @@ def check() -> Verdict:
 
     return timed(NAME, "with max-abs error <= eta at the trigger positions 2, 3, 4 of equal-content sequences "
                        "(L >= 5), the trigger row's ratio rho = (A+B+C)/B satisfies rho(1 + 48 eta) >= 2 - 48 eta "
-                       "and rho(1 - 48 eta) <= 2 + 48 eta", body)
+                       "and rho(1 - 48 eta) <= 2 + 48 eta", body, cites=CITES)

@@ -4,13 +4,23 @@
 simplified to 0, or an inequality was written as a sum of products of hypotheses that are
 non-negative and the difference simplified to 0). A simplification that did not close is
 ``unknown``, never ``proved``. ``refuted`` carries a counterexample that was checked exactly.
+
+A statement that cites lemmas (its module's ``CITES``, passed to ``timed``) is ``proved`` only
+if every cited lemma is ``proved`` in the same run (``run_statuses``, kept by the registry,
+which checks lemmas before the statements citing them). Otherwise it is ``unknown`` and its
+evidence names the lemma. A check called outside a registry run has no proved lemmas, so a
+citing statement is then ``unknown`` too: conditional proofs are never reported as proofs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Callable
+from dataclasses import asdict, dataclass
+from typing import Callable, Iterator, Sequence
+
+from .algebra import citing
 
 STATUSES = ("proved", "refuted", "unknown")
 
@@ -24,6 +34,7 @@ class Verdict:
     cases: tuple[str, ...] = ()  # the cases / instances covered
     seconds: float = 0.0
     planted: bool = False  # a deliberately false statement, kept to show the checker can fail
+    cites: tuple[str, ...] = ()  # the registered statements this one relies on (its module's CITES)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -65,16 +76,44 @@ class Evidence:
         return "proved" if not self.failures and checked else "unknown"
 
 
-def timed(name: str, statement: str, body: Callable[[Evidence], None], planted: bool = False) -> Verdict:
-    """Run ``body(evidence)``, time it, and turn the evidence into a verdict."""
+_RUN: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("run", default=None)
+
+
+@contextlib.contextmanager
+def run_statuses() -> Iterator[dict[str, str]]:
+    """One run: the final status of every statement checked so far in it, by name."""
+    token = _RUN.set({})
+    try:
+        yield _RUN.get()
+    finally:
+        _RUN.reset(token)
+
+
+def _citation_gaps(cites: Sequence[str]) -> list[str]:
+    """One line per cited lemma that is not proved in the current run."""
+    statuses = _RUN.get() or {}
+    return [f"cites {c}, which is {statuses.get(c, 'not checked')} in this run" for c in cites
+            if statuses.get(c) != "proved"]
+
+
+def timed(name: str, statement: str, body: Callable[[Evidence], None], planted: bool = False,
+          cites: Sequence[str] = ()) -> Verdict:
+    """Run ``body(evidence)``, time it, and turn the evidence into a verdict; a statement whose
+    cited lemmas are not all proved in this run is at best ``unknown``."""
     start = time.perf_counter()
     ev = Evidence()
-    body(ev)
+    with citing(cites):
+        body(ev)
     seconds = time.perf_counter() - start
     evidence = list(ev.lines)
     if ev.failures:
         evidence += [f"did not close: {f}" for f in ev.failures]
+    gaps = _citation_gaps(cites)
+    status = "unknown" if gaps and ev.status == "proved" else ev.status
+    if cites:
+        evidence.append("cites " + ", ".join(cites) + (": all proved in this run" if not gaps else ""))
+        evidence += [f"did not close: {g}" for g in gaps]
     if ev.counterexample is not None:
         evidence.append(f"counterexample: {ev.counterexample}")
-    return Verdict(name, ev.status, " ".join(statement.split()), tuple(evidence), tuple(ev.cases),
-                   round(seconds, 4), planted)
+    return Verdict(name, status, " ".join(statement.split()), tuple(evidence), tuple(ev.cases),
+                   round(seconds, 4), planted, tuple(cites))

@@ -6,7 +6,7 @@ from fractions import Fraction
 import pytest
 import sympy
 
-from constructions import attention, reference, relu_head, softmax_head, task, verify
+from constructions import attention, catalogue, reference, relu_head, softmax_head, task, verify
 from constructions.errors import BadInput, NotExpressible
 
 BETA = Fraction(10)
@@ -178,7 +178,7 @@ def test_exp_rational_field_identities():
     lambda: relu_head.build(3), lambda: relu_head.build_stack(4, 0, 1), lambda: relu_head.build_stack(4, 1, 0),
     lambda: softmax_head.build(4, 0), lambda: softmax_head.build(3, 1),
     lambda: verify.verify_softmax(softmax_head.build(4, 1.5), 1.5, task.TaskConfig(d=4, L=4)),
-    lambda: verify.verify("nope"),
+    lambda: catalogue.verify("nope"),
 ])
 def test_bad_input(call):
     with pytest.raises(BadInput):

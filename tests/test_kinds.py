@@ -140,3 +140,39 @@ def test_new_kinds_are_registered_and_selectable_by_name():
     assert set(NEW) <= set(attention.names())
     with pytest.raises(Exception, match="valid: .*softmax1.*sink_logit.*sigmoid.*gated.*sigmoid_norm"):
         attention.get("softmax2")
+
+
+@pytest.mark.parametrize("name", attention.names())
+def test_pre_hidden_scores_give_the_same_weights(name):
+    """``hidden=True`` (the caller put -inf at the hidden keys, as the model does) gives the same
+    weights, and the same gradients, as letting the kind mask the raw scores."""
+    kind = attention.get(name)
+    g = torch.Generator().manual_seed(1)
+    L = 5
+    mask = torch.ones(L, L, dtype=torch.bool).tril()
+    raw = (torch.randn(2, 3, L, L, generator=g, dtype=torch.float64) * 4).requires_grad_()
+    extras = {"sink": torch.tensor(0.7, dtype=torch.float64), "bias": torch.tensor(-0.4, dtype=torch.float64),
+              "gate": torch.randn(2, 3, L, 1, generator=g, dtype=torch.float64)}
+    hidden = raw.masked_fill(~mask, float("-inf"))
+    a, b = kind.weights_torch(raw, mask, extras), kind.weights_torch(hidden, mask, extras, hidden=True)
+    assert torch.allclose(a, b, rtol=1e-14, atol=1e-15) and torch.all(b[..., ~mask] == 0)
+    weights = torch.randn(a.shape, generator=g, dtype=torch.float64)
+    ga, = torch.autograd.grad((a * weights).sum(), raw)
+    gb, = torch.autograd.grad((b * weights).sum(), raw)
+    assert torch.isfinite(gb).all() and torch.allclose(ga, gb, rtol=1e-12, atol=1e-14)
+
+
+def test_a_form_without_the_hidden_parameter_gets_zero_scores_at_hidden_keys():
+    """A plug-in's torch form knows nothing of -inf scores: ``weights_torch(hidden=True)`` hands it
+    0 at the hidden keys, so ``scores * mask`` stays finite and the weights equal the plain call."""
+    import dataclasses
+
+    def plain(scores, mask, extras):  # x^2 weights: -inf * 0 would be NaN here
+        return (scores * mask) ** 2
+
+    kind = dataclasses.replace(attention.get("relu"), name="plain", torch=plain)
+    L = 4
+    mask = torch.ones(L, L, dtype=torch.bool).tril()
+    raw = torch.randn(2, L, L, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    hidden = raw.masked_fill(~mask, float("-inf"))
+    assert torch.equal(kind.weights_torch(hidden, mask, {}, hidden=True), plain(raw, mask, {}))

@@ -44,7 +44,7 @@ def _trained(kind, layers, heads):
         cfg = TrainConfig(kind=kind, layers=layers, heads=heads, lr=3e-3, max_steps=150, seeds=(0,),
                           eval_sequences=8, log_every=150)
         summary = train(cfg, quiet=True)
-        _TRAINED[key] = weights.load(summary)
+        _TRAINED[key] = weights.model_from_summary(summary)
     return _TRAINED[key]
 
 
@@ -71,7 +71,7 @@ def test_staged_forward_equals_the_model(kind, shape):
 def test_weights_round_trip_through_the_run_record():
     cfg = TrainConfig(kind="softmax", layers=2, heads=2, max_steps=3, seeds=(3, 5), eval_sequences=4, log_every=3)
     summary = train(cfg, quiet=True)
-    m = weights.load(summary)
+    m = weights.model_from_summary(summary)
     # the record's own evaluation: the same model in float64 on the same sequences gives its error
     from empirical.train import _eval_batch
 
@@ -80,7 +80,7 @@ def test_weights_round_trip_through_the_run_record():
     for s, member in enumerate(summary["members"]):
         assert (out[s] - e.y).abs().max().item() == pytest.approx(member["eval_max_abs_error"], rel=1e-12)
     with pytest.raises(Exception, match="no weights"):
-        weights.load({k: v for k, v in summary.items() if k != "weights"})
+        weights.model_from_summary({k: v for k, v in summary.items() if k != "weights"})
 
 
 # ---- TransformerLens ------------------------------------------------------------------------

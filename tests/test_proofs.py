@@ -13,7 +13,9 @@ from proofs import algebra, registry
 from proofs.planted_false_statements import CONTROLS
 from proofs.verdict import Evidence, Verdict, timed
 
-STATEMENTS = [n for n in registry.names() if n not in CONTROLS]
+# Statements whose honest verdict is not "proved" (refuted by an exact counterexample, or open).
+EXPECTED = registry.EXPECTED
+STATEMENTS = [n for n in registry.names() if n not in CONTROLS and n not in EXPECTED]
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +30,16 @@ def test_statement_is_proved(verdicts, name):
     assert not v.planted and v.evidence and v.cases and v.statement
     assert not any(line.startswith("did not close") for line in v.evidence)
     json.dumps(v.to_dict())  # JSON-serialisable
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_statement_has_its_expected_verdict(verdicts, name):
+    v = verdicts[name]
+    assert v.status == EXPECTED[name], v.evidence
+    if v.status == "refuted":
+        assert v.evidence[-1].startswith("counterexample:") and not any(e.startswith("did not close") for e in v.evidence)
+    else:
+        assert any(e.startswith(("did not close", "not checked")) for e in v.evidence)  # says what is missing
 
 
 @pytest.mark.parametrize("name", sorted(CONTROLS))
@@ -105,6 +117,20 @@ def test_prove_command_writes_results_with_provenance(tmp_path):
     assert [c["verdict"] for c in record["claims"]] == ["refuted"]  # only the planted claim's statements ran
 
 
+def test_prove_exit_status_follows_the_stated_verdicts(tmp_path, monkeypatch, capsys):
+    """T2 refuted is the suite's finding (exit 0); had it been stated proved, the same verdict
+    is reported as unexpected with exit 1."""
+    import argparse
+
+    from empirical.commands import prove
+
+    args = argparse.Namespace(names=["t2_multi_layer_existential"], out=str(tmp_path), list=False)
+    assert prove.run(args) == 0
+    monkeypatch.setitem(registry.EXPECTED, "t2_multi_layer_existential", "proved")
+    assert prove.run(args) == 1
+    assert "UNEXPECTED: the suite states proved" in capsys.readouterr().out
+
+
 def test_prove_output_is_readable_by_the_report(tmp_path):
     from empirical.reproduce import load_part
 
@@ -138,3 +164,41 @@ def test_part_output_is_valid(verdicts, monkeypatch, tmp_path):
     assert any(c["verdict"] == "unknown" and "L = 4" in c["claim"] for c in claims)
     assert tables and all(len(r) == len(tables[0]["columns"]) for r in tables[0]["rows"])
     json.dumps(details)
+
+
+def test_t3_stack_step_fails_when_a_later_layer_writes(monkeypatch):
+    import dataclasses
+
+    from constructions import relu_head
+    from proofs import relu_construction_exact as m
+
+    real = relu_head.build_stack
+
+    def leaky(d, layers, heads):
+        net = real(d, layers, heads)
+        if layers < 2:
+            return net
+        W_O = tuple(tuple(1 if (r == c) else x for c, x in enumerate(row)) for r, row in enumerate(net.layers[1].W_O))
+        return dataclasses.replace(net, layers=(net.layers[0], dataclasses.replace(net.layers[1], W_O=W_O)) + net.layers[2:])
+
+    monkeypatch.setattr(relu_head, "build_stack", leaky)
+    assert registry.run(["relu_construction_exact"])[-1].status == "unknown"
+
+
+def test_tightened_t1a_is_refuted_only_below_the_tight_ratio(monkeypatch):
+    from fractions import Fraction
+
+    from proofs import t1_tightness as m
+
+    assert m.check_tightened().status == "refuted"  # 99/100 f_pre: the tight head violates it
+    monkeypatch.setattr(m, "TIGHTENING", Fraction(1))  # T1(a) itself: the head satisfies it
+    v = m.check_tightened()
+    assert v.status == "unknown" and any("no counterexample" in e for e in v.evidence)
+
+
+def test_sharp_pre_trigger_bound_fails_when_tightened(monkeypatch):
+    from proofs import t1_tightness as m
+
+    monkeypatch.setattr(m, "m_5", lambda: 1 - 20 * m.e)  # claims h_t >= 1 - 20 eta: the certificate cannot close
+    v = registry.run(["t1_pre_trigger_sharp"])[-1]
+    assert v.status == "unknown" and any("h_t - m_5" in e for e in v.evidence if e.startswith("did not close"))

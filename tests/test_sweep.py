@@ -215,7 +215,9 @@ def sweep_cli(tmp_path, capsys, content, *extra):
     ([], "non-empty JSON list"),
     ([{"fn": ECHO, "config": {}, "sedes": [0]}], "unknown field(s) sedes"),
     ([{"fn": ECHO, "config": {"valeu": 1}}], "unknown field(s) valeu"),
-    ([{"fn": "empirical.nothing.here", "config": {}}], "cannot be imported"),
+    ([{"fn": "empirical.nothing.here", "config": {}}], "not a registered job"),
+    ([{"fn": "empirical.train.train", "config": {}}], "not a registered job"),  # importable, dataclass config
+    ([{"fn": "os:system", "config": {}}], "not a registered job"),
     ([{"fn": ECHO, "config": {}, "seeds": ["a"]}], "'seeds'"),
     ([{"fn": ECHO, "config": {}}, {"config": {}}], "job 1 is missing the field 'fn'"),
 ])
@@ -246,3 +248,11 @@ def test_ray_backend_without_ray_says_how_to_install(tmp_path, capsys, monkeypat
     rc, io = sweep_cli(tmp_path, capsys, [{"fn": ECHO, "config": {}}], "--backend", "ray")
     assert rc == 2 and io.err.count("\n") == 1 and "pip install -e '.[ray]'" in io.err
     assert not (tmp_path / "out").exists()
+
+
+def test_every_registered_job_imports_and_declares_its_config():
+    for name in sweep.JOB_FUNCTIONS:
+        fn = sweep.resolve_fn(name)
+        assert dataclasses.is_dataclass(sweep.config_class(fn)), name
+    with pytest.raises(BadInput, match="not a registered job"):
+        sweep.resolve_fn("empirical.train:train")  # importable, not registered

@@ -109,3 +109,14 @@ def test_target_works_on_sympy():
     X = task.make_sequence([[a], [b], [a]], j=3)
     Y = task.target(X)
     assert sympy.simplify(Y[3][2] - (2 * a + b) / 3) == 0
+
+
+@pytest.mark.parametrize("fields", [{}, {"residual": True}, {"trigger": 5}, {"content": "gaussian"},
+                                    {"bos": False}, {"triggers": 3}])
+def test_sample_members_is_each_generator_s_own_batch(fields):
+    cfg = task.TaskConfig(d=6, L=9, **fields)
+    together = task.sample_members(cfg, 7, [torch.Generator().manual_seed(s) for s in (3, 1, 4)])
+    for m, s in enumerate((3, 1, 4)):
+        alone = task.sample(cfg, 7, torch.Generator().manual_seed(s))
+        for name in task.Batch._fields:
+            assert torch.equal(getattr(together, name)[m], getattr(alone, name)), (fields, name)

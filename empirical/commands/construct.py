@@ -1,6 +1,6 @@
 """``sinks construct``: print (and draw) an explicit construction's weights and attention.
 
-    sinks construct relu|softmax [--d D] [--beta B] [--layers N --heads H]
+    sinks construct relu|softmax|cancelling|interpolating [--d D] [--beta B] [--layers N --heads H]
                     [--L L --trigger J] [--format table|json|npz] [--out DIR]
 
 ``table`` prints W_Q, W_K, W_V, W_O with rows and columns labelled by feature, one example
@@ -19,16 +19,19 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-CONSTRUCTIONS = ("relu", "softmax")
+CONSTRUCTIONS = ("relu", "softmax", "cancelling", "interpolating", "tight-t1a", "tight-t1b")
 FORMATS = ("table", "json", "npz")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("construct", help="print an explicit construction's labelled weights and attention pattern")
-    p.add_argument("construction", help="relu (sink-free ReLU head) or softmax (BOS logit gap beta)")
+    p.add_argument("construction", help="relu (sink-free ReLU head), softmax (BOS logit gap beta), cancelling "
+                                        "(two heads, T2 refuted; --layers 2 for the residual stack) or "
+                                        "interpolating (heads with error 0 at length --L, no sink), "
+                                        "tight-t1a / tight-t1b (heads attaining T1's bounds on content 0)")
     p.add_argument("--d", type=int, default=6, help="features (>= 4; reference 16)")
     p.add_argument("--beta", default="10", help="softmax BOS logit gap, a rational > 0 such as 10 or 5/2")
-    p.add_argument("--layers", type=int, default=1, help="relu: layers of the residual stack (1 = single layer)")
+    p.add_argument("--layers", type=int, default=1, help="relu, cancelling: layers of the residual stack (1 = single layer)")
     p.add_argument("--heads", type=int, default=1, help="relu: heads per layer of the residual stack")
     p.add_argument("--L", type=int, default=8, help="length of the example sequence (>= 4)")
     p.add_argument("--trigger", type=int, default=None, help="trigger position of the example (default L//2)")
@@ -53,13 +56,36 @@ def parse_beta(text: str) -> Fraction:
     return beta
 
 
-def build(construction: str, d: int, beta: Fraction, layers: int, heads: int):
+def build(construction: str, d: int, beta: Fraction, layers: int, heads: int, L: int = 8):
     """The requested construction as an exact ``reference.Network`` and a one-line title."""
-    from constructions import relu_head, softmax_head
+    from constructions import cancelling_heads, relu_head, softmax_head
     from constructions.errors import BadInput
 
     if construction not in CONSTRUCTIONS:
         raise BadInput(f"unknown construction {construction!r}; valid: {', '.join(CONSTRUCTIONS)}")
+    if construction.startswith("tight-"):
+        if layers != 1 or heads != 1:
+            raise BadInput(f"the {construction} construction is a single head: --layers and --heads must be 1")
+        from constructions import tight_heads
+
+        net = tight_heads.build_t1a(d) if construction == "tight-t1a" else tight_heads.build_t1b(d)
+        return net, (f"{construction} (d={d}): attains T1({construction[-1]})'s bound on the equal-content sequences "
+                     "of content 0 (try --L 4 / --L 5 with content 0)")
+    if construction in ("cancelling", "interpolating") and (heads != 1 or (construction == "interpolating" and layers != 1)):
+        raise BadInput(f"the {construction} construction fixes its heads: leave --heads (and --layers) at 1"
+                       + (" (--layers 2 gives the cancelling residual stack)" if construction == "cancelling" else ""))
+    if construction == "cancelling":
+        if layers == 1:
+            return cancelling_heads.build(d, beta), (f"cancelling pair (d={d}, beta={beta}): heads cancel off the trigger, "
+                                                     "no head sinks at a non-trigger query")
+        if layers == 2:
+            return cancelling_heads.build_stack(d, beta), (f"cancelling pair in a residual stack (d={d}, beta={beta}); "
+                                                           "layer 1 has W_O = 0")
+        raise BadInput("the cancelling construction has --layers 1 or 2")
+    if construction == "interpolating":
+        net = cancelling_heads.build_interpolating(d, L)
+        return net, (f"interpolating heads (d={d}, L={L}, {net.layers[0].heads} heads): error 0 at length {L}, "
+                     "no head sinks at any query")
     if construction == "relu":
         if layers == 1 and heads == 1:
             return relu_head.build(d), f"ReLU head (d={d}): single layer, single head, no sink"
@@ -229,11 +255,11 @@ def run(args: argparse.Namespace) -> int:
 
     beta = parse_beta(args.beta)
     out = check_out(args.out, args.format)
-    net, title = build(args.construction, args.d, beta, args.layers, args.heads)
+    net, title = build(args.construction, args.d, beta, args.layers, args.heads, args.L)
     task.TaskConfig(d=net.d, L=args.L, trigger=args.trigger)  # bad --L / --trigger: one line, exit 2
     X, j, patterns, error = example(net, args.L, args.trigger)
     meta = {"construction": args.construction, "d": net.d, "layers": args.layers, "heads": args.heads,
-            "beta": str(beta) if args.construction == "softmax" else None,
+            "beta": str(beta) if args.construction in ("softmax", "cancelling") else None,
             "feature_names": task.feature_names(net.d)}
     if out is None:
         if args.format == "json":

@@ -2,8 +2,10 @@
 less than theta on BOS at some covered non-trigger query (T1 predicts none exists).
 
 Prints the verdict (proof / counterexample / candidate / unknown; without ``--theta`` the
-positive control: solution / proof / candidate / unknown), the time, the per-step certificate,
-and for a SAT answer the replayed head. Writes ``results/smt.json`` atomically with provenance.
+positive control: solution / proof / candidate / unknown), the time, the per-step certificate
+with who vouches for each step (z3, an exactly checked LP certificate, with ``--recheck cvc5``
+also cvc5), and for a SAT answer the replayed head. Writes ``results/smt.json`` atomically with
+provenance. Exit status 1 when the second solver contradicts a step (the verdict is then unknown).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bos-value", default="row", help="row (reference) | free | zero")
     p.add_argument("--many-triggers", action="store_true", help="any number of triggers (reference: exactly one)")
     p.add_argument("--sink-cap", type=_fraction, default=None, help="positive control: BOS mass <= CAP at covered queries")
+    p.add_argument("--recheck", default=None, metavar="SOLVER",
+                   help="re-solve every step's query with a second solver (cvc5, optional extra .[smt]); "
+                        "a disagreement makes the verdict unknown and the exit status 1")
     p.add_argument("--out", default="results", help="results folder (default results)")
     p.set_defaults(run=run)
 
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                               trigger_value=args.trigger_value, bos_value=args.bos_value,
                               max_triggers=None if args.many_triggers else 1)
     result = search_counterexample(inst, args.theta, method, args.timeout, kind=args.kind,
-                                   emit_smt2=args.emit_smt2, sink_cap=args.sink_cap)
+                                   emit_smt2=args.emit_smt2, sink_cap=args.sink_cap, recheck_with=args.recheck)
     print(inst.describe())
     question = f"BOS mass < {args.theta} at some covered non-trigger query" if args.theta is not None else \
         "any head solving the instance" + (f" with BOS mass <= {args.sink_cap}" if args.sink_cap is not None else "")
@@ -69,8 +74,12 @@ def run(args: argparse.Namespace) -> int:
           f"{sum(s.result == 'unsat' for s in result.steps)} unsat)")
     if result.reason:
         print(f"reason: {result.reason}")
+    if result.recheck:
+        t = result.recheck
+        print(f"recheck by {t['solver']}: {t['agree']} steps agree, {t['unknown']} {t['solver']} unknown, "
+              f"{t['disagree']} disagree, {t['not rechecked']} not rechecked (no definite first answer); {t['seconds']:.1f} s")
     for s in result.steps:
-        print(f"  {s.lemma:<20} {s.where:<45} {s.result:<8} {s.seconds:8.3f} s {s.reason}")
+        print(f"  {s.lemma:<20} {s.where:<45} {s.result:<8} {s.seconds:8.3f} s  [{s.checker}] {s.reason}")
     if result.model is not None and result.status in ("counterexample", "solution", "candidate"):
         print("\n".join(result.model.describe(inst)))
     if result.replay is not None:
@@ -83,6 +92,6 @@ def run(args: argparse.Namespace) -> int:
          "theta": None if args.theta is None else str(args.theta), "method": method, "timeout": args.timeout,
          "covered": args.covered, "mean": args.mean, "trigger_value": args.trigger_value,
          "bos_value": args.bos_value, "many_triggers": args.many_triggers,
-         "sink_cap": None if args.sink_cap is None else str(args.sink_cap)}, None, "cpu")}
+         "sink_cap": None if args.sink_cap is None else str(args.sink_cap), "recheck": args.recheck}, None, "cpu")}
     write_json(Path(args.out) / "smt.json", record)
-    return 0
+    return 1 if result.recheck and result.recheck["disagree"] else 0

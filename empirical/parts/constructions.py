@@ -16,14 +16,18 @@ TEST = "tests/test_constructions.py"
 BETA = Fraction(10)
 LENGTHS = (16, 64, 256, 1024)
 D_FLOAT = 16
+RELU_FLOAT_TOL = 1e-12  # an exact ReLU construction in float64: |error| below this is rounding
+BOUND_REL_TOL = 1e-9  # a softmax construction's float error may exceed its closed-form bound by this factor
 
 # (construction, d, L, layers, heads): exact instances, contents in {-1, 0, 1/2, 1}
-QUICK = {"relu": [(4, 5)], "relu-stack": [(4, 4, 2, 2)], "softmax": [(4, 4)]}
-DEFAULT = {"relu": [(4, 7), (5, 4)], "relu-stack": [(4, 5, 2, 2), (4, 4, 4, 4)], "softmax": [(4, 6)]}
+QUICK = {"relu": [(4, 5)], "relu-stack": [(4, 4, 2, 2)], "softmax": [(4, 4)],
+         "cancelling": [(4, 4)], "cancelling-stack": [(4, 4)], "interpolating": [(4, 4)]}
+DEFAULT = {"relu": [(4, 7), (5, 4)], "relu-stack": [(4, 5, 2, 2), (4, 4, 4, 4)], "softmax": [(4, 6)],
+           "cancelling": [(4, 5)], "cancelling-stack": [(4, 5)], "interpolating": [(4, 4), (4, 5)]}
 
 
 def _exact(sizes: dict) -> dict[str, list]:
-    from constructions import verify
+    from constructions import catalogue
 
     out: dict[str, list] = {}
     for name, instances in sizes.items():
@@ -31,7 +35,7 @@ def _exact(sizes: dict) -> dict[str, list]:
         for inst in instances:
             d, L, *stack = inst
             layers, heads = stack or (1, 1)
-            out[name].append(verify.verify(name, d=d, L=L, beta=BETA, layers=layers, heads=heads))
+            out[name].append(catalogue.verify(name, d=d, L=L, beta=BETA, layers=layers, heads=heads))
     return out
 
 
@@ -40,21 +44,45 @@ def _describe(v) -> str:
             f"max BOS weight = {v.largest_bos_weight_float:.6g}")
 
 
+def float_checks_pass(records: list[dict]) -> tuple[bool, bool, bool]:
+    """(ReLU exact up to rounding with BOS weight 0, softmax and cancelling within their closed-form
+    bounds, cancelling heads at most 1/2 on BOS off the trigger) over the float records."""
+    relu = all(r["max_abs_error"] < RELU_FLOAT_TOL and r["max_bos_weight"] == 0 for r in records
+               if r["construction"].startswith("relu"))
+    soft = all(r["max_abs_error"] <= r["closed_form_bound"] * (1 + BOUND_REL_TOL) for r in records
+               if r["construction"].startswith(("softmax", "cancelling")))
+    cancel = all(r["max_bos_weight_off_trigger"] <= 0.5 for r in records if r["construction"].startswith("cancelling"))
+    return relu, soft, cancel
+
+
+def _float_bound(name: str, L: int) -> float:
+    """The closed-form worst-case error of a construction at length L (0 for the exact ones)."""
+    from constructions import cancelling_heads, softmax_head
+
+    if name.startswith("softmax"):
+        return float(softmax_head.max_error(BETA, L))
+    if name.startswith("cancelling"):
+        return float(max(cancelling_heads.worst_error_terms(BETA, L)))
+    return 0.0
+
+
 def _float_rows(quick: bool, device: str) -> tuple[list[dict], list[list[Any]]]:
     import torch
 
-    from constructions import relu_head, softmax_head
+    from constructions import cancelling_heads, relu_head, softmax_head
 
     from .. import construction_check
 
     nets = {"relu": relu_head.build(D_FLOAT), "relu-stack 2x2": relu_head.build_stack(D_FLOAT, 2, 2),
-            "softmax beta=10": softmax_head.build(D_FLOAT, BETA)}
+            "softmax beta=10": softmax_head.build(D_FLOAT, BETA),
+            "cancelling beta=10": cancelling_heads.build(D_FLOAT, BETA),
+            "cancelling-stack beta=10": cancelling_heads.build_stack(D_FLOAT, BETA)}
     records, rows = [], []
     for name, net in nets.items():
         for L in LENGTHS:
             batch = (16 if quick else 64) if L <= 256 else (4 if quick else 16)
             r = construction_check.float_check(net, L, batch=batch, seed=0, device=device, dtype=torch.float64)
-            bound = float(softmax_head.max_error(BETA, L)) if name.startswith("softmax") else 0.0
+            bound = _float_bound(name, L)
             r.update(construction=name, closed_form_bound=bound)
             records.append(r)
             rows.append([name, L, batch, f"{r['max_abs_error']:.3g}", f"{bound:.3g}", f"{r['max_bos_weight']:.6g}",
@@ -107,6 +135,37 @@ def _construction_figures(results_dir: Path) -> dict[str, list[str]]:
     return names
 
 
+def _multihead_claims(exact: dict) -> list[dict]:
+    """T2 refuted by the cancelling pair; question (a) refuted by the interpolating heads."""
+    pair = exact["cancelling"] + exact["cancelling-stack"]
+    interp = exact["interpolating"]
+    return [
+        {"claim": "T2 refuted (H >= 2, non-trigger): two softmax heads (BOS scored -+beta at the trigger only, "
+                  "W_O = [I, -I]) cancel exactly off the trigger; error -> 0 as beta -> oo while no head puts more "
+                  "than 1/2 on BOS at any non-trigger query; also inside a residual stack whose second layer has W_O = 0",
+         "verdict": _verdict(pair),
+         "evidence": "; ".join(
+             f"{v.construction}, {_describe(v)} (evaluator = closed forms in Q(e^beta), error 0 off the trigger; "
+             f"worst case {v.details['closed_form_worst_error']:.3g} certified); BOS mass <= 1/2 off the trigger, "
+             f"head 2 at the trigger {v.details['max_bos_mass_at_trigger']:.6f}" for v in pair),
+         "test": f"{TEST}::test_cancelling_pair_is_exact_in_q_e_beta", "command": "sinks construct cancelling --beta 10",
+         "figures": []},
+        {"claim": "Question (a) refuted: softmax heads that solve the task with error exactly 0 and no BOS mass near 1 "
+                  "at any query i >= 1, the trigger included (two heads at L = 4, L - 1 heads at any L)",
+         "verdict": _verdict(interp),
+         "evidence": "; ".join(f"{v.construction}, {_describe(v)} (sympy, output = target exactly)" for v in interp),
+         "test": f"{TEST}::test_interpolating_heads_have_zero_error", "command": "sinks construct interpolating --L 4",
+         "figures": []},
+    ]
+
+
+def _certificates():
+    """The constructions certified over every input (issue 12; ``empirical.certify_parts``)."""
+    from empirical.certify_parts import construction_certificates
+
+    return construction_certificates()
+
+
 def _verdict(verdicts: list) -> str:
     return "verified exactly" if all(v.ok for v in verdicts) else "failed"
 
@@ -124,10 +183,7 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
     def floats(name: str) -> str:
         return ", ".join(f"L={r['L']}: {r['max_abs_error']:.2g}" for r in records if r["construction"] == name)
 
-    relu_float_ok = all(r["max_abs_error"] < 1e-12 and r["max_bos_weight"] == 0 for r in records
-                        if r["construction"].startswith("relu"))
-    soft_float_ok = all(r["max_abs_error"] <= r["closed_form_bound"] * (1 + 1e-9) for r in records
-                        if r["construction"].startswith("softmax"))
+    relu_float_ok, soft_float_ok, cancel_float_ok = float_checks_pass(records)
     softmax = exact["softmax"]
     claims = [
         {"claim": "T3: the explicit ReLU head solves the single-layer task with zero error on every input "
@@ -164,13 +220,15 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
          "figures": []},
         {"claim": f"Length generalisation: the same weights in the torch model (float64, d = {D_FLOAT}) at "
                   f"L = {', '.join(map(str, LENGTHS))}",
-         "verdict": "verified numerically" if relu_float_ok and soft_float_ok else "failed",
+         "verdict": "verified numerically" if relu_float_ok and soft_float_ok and cancel_float_ok else "failed",
          "evidence": (f"ReLU max |error|: {floats('relu')} (BOS weight 0); residual 2x2: {floats('relu-stack 2x2')}; "
                       f"softmax beta=10: {floats('softmax beta=10')}, each within its closed-form bound "
-                      f"(L-1)/(e^10+L-1)"),
+                      f"(L-1)/(e^10+L-1); cancelling pair beta=10: {floats('cancelling beta=10')} (stack: "
+                      f"{floats('cancelling-stack beta=10')}), within max_j [e^-10/(j+e^-10) + j/(j+e^10)], "
+                      f"BOS weight <= 1/2 at every non-trigger query"),
          "test": f"{TEST}::test_torch_model_reproduces_targets", "command": "sinks reproduce --only constructions",
          "figures": [length_figure]},
-    ]
+    ] + _multihead_claims(exact)
     table = {
         "title": f"Explicit constructions in the torch model (float64, d = {D_FLOAT}, random batches, seed 0)",
         "columns": ["construction", "L", "batch", "max |error|", "closed-form bound", "max BOS weight",
@@ -178,8 +236,9 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
         "rows": rows,
         "note": "ReLU: exact construction, float rounding only. Softmax: error grows with L as (L-1)/(e^beta+L-1).",
     }
+    cert_tables, cert_claims, certificates = _certificates()
     return {
-        "claims": claims, "tables": [table],
+        "claims": claims + cert_claims, "tables": [table] + cert_tables, "certificates": certificates,
         "exact": {name: [vars(v) for v in vs] for name, vs in exact.items()},
         "float": records,
     }

@@ -11,51 +11,76 @@ from pathlib import Path
 
 TEST = "tests/test_proofs.py"
 
-# (claim, statement names whose verdicts decide it, test)
+# (claim, the statement that states it, test); the statements whose verdicts decide a claim are
+# that statement and everything it cites, transitively (``proofs.registry.dependencies``).
 CLAIMS = (
     ("T1(a): a single softmax head with worst-case error eta <= 1/12 puts >= 1 - 12 eta/(5 - 12 eta) on BOS "
-     "at every query before the trigger (d >= 4, L >= 4)",
-     ("bos_query_sees_only_bos", "content_flag_lower_bound", "sink_bound_direction", "t1_single_layer_sink"),
+     "at every query before the trigger (d >= 4, L >= 4)", "t1_single_layer_sink",
      "test_statement_is_proved[t1_single_layer_sink]"),
     ("T1(b): with L >= 5 and eta <= 1/120, every non-trigger query (after the trigger too) puts "
      ">= 1 - 4 eta/(m_r(eta) + 2 eta) on BOS, m_r = 1 - 6 eta - 8 eta (1 + 48 eta)/(1 - 96 eta)",
-     ("trigger_row_ratio_bound", "flag_sum_lower_bound", "sink_bound_direction", "t1_single_layer_sink"),
-     "test_statement_is_proved[flag_sum_lower_bound]"),
-    ("T1(c): no softmax head solves the task with error 0", ("t1_single_layer_sink",),
+     "t1_single_layer_sink", "test_statement_is_proved[flag_sum_lower_bound]"),
+    ("T1(c): no softmax head solves the task with error 0", "t1_single_layer_sink",
      "test_statement_is_proved[t1_single_layer_sink]"),
-    ("T2: per-head sink statements are false (cancelling head pairs leave the output unchanged), so a "
-     "multi-head sink theorem can only be existential", ("t2_multi_layer_existential",),
-     "test_statement_is_proved[t2_multi_layer_existential]"),
     ("T3: the ReLU head solves the task exactly (symbolic j, L) with zero BOS weight; its residual stack too",
-     ("relu_construction_exact", "relu_rows_can_vanish"), "test_statement_is_proved[relu_construction_exact]"),
+     "relu_construction_exact", "test_statement_is_proved[relu_construction_exact]"),
     ("Sufficiency: the softmax family's error at non-trigger queries is exactly 1 - BOS mass and -> 0 only as "
-     "beta -> oo", ("softmax_family_limits",), "test_statement_is_proved[softmax_family_limits]"),
+     "beta -> oo", "softmax_family_limits", "test_statement_is_proved[softmax_family_limits]"),
 )
 
 
-def _claim_from(verdicts: dict, claim: str, names: tuple[str, ...], test: str) -> dict:
+# Statements reported one by one, with their own verdict (refuted / unknown ones included).
+STATEMENT_CLAIMS = (
+    ("t2_multi_layer_existential", "T2 (non-trigger, H >= 2): some head must sink at a non-trigger query. Refuted by "
+                                   "the cancelling pair (constructions/cancelling_heads.py); the 2 x 2 / 4 x 4 sinks of "
+                                   "training are what training finds, not what the task forces"),
+    ("t2_sink_at_some_query", "T2 question (a): for every H, some head's BOS mass -> 1 at some query i >= 1, trigger "
+                              "included"),
+    ("t2_two_heads_sink_at_some_query", "T2 question (a'): two heads, L >= 5: some head's BOS mass -> 1 at some query"),
+    ("t2_one_head_per_layer", "T2 question (b): one head per layer, N >= 2 residual layers: some head sinks at a "
+                              "non-trigger query"),
+    ("t1_one_residual_layer", "T2 question (c): one head in one residual layer inherits T1 verbatim"),
+    ("t1a_tightened_per_content", "T1(a) tightened to (99/100) f_pre on the hypotheses its proof uses (the BOS query "
+                                  "and the equal-content sequences of one content): refuted by an exact tight head"),
+    ("t1b_tightened_per_content", "T1(b) tightened to (99/100) f_all on the hypotheses its proof uses (L = 5): refuted "
+                                  "by an exact near-tight head (0.9988 f_all)"),
+    ("t1_pre_trigger_sharp", "T1(a) sharpened for L >= 5: 1 - a_i0 <= 2 eta/(m_5 + eta) = 2 eta + O(eta^2) before the "
+                             "trigger"),
+)
+
+
+def _statement_claim(v, claim: str) -> dict:
+    evidence = next((e for e in reversed(v.evidence) if e.startswith(("counterexample", "did not close"))),
+                    v.evidence[-1] if v.evidence else "")
+    return {"claim": claim, "verdict": v.status, "evidence": evidence,
+            "test": f"{TEST}::test_statement_has_its_expected_verdict[{v.name}]",
+            "command": f"sinks prove {v.name}", "figures": []}
+
+
+def _claim_from(verdicts: dict, claim: str, statement: str, test: str) -> dict:
+    from proofs.registry import dependencies
+
+    names = dependencies(statement)
     statuses = {n: verdicts[n].status for n in names}
     verdict = "proved" if all(s == "proved" for s in statuses.values()) else (
-        "refuted" if any(s == "refuted" for s in statuses.values()) else "unknown")
+        "refuted" if statuses[statement] == "refuted" else "unknown")
     evidence = "; ".join(f"{n}: {s} ({verdicts[n].seconds:.2f} s)" for n, s in statuses.items())
     return {"claim": claim, "verdict": verdict, "evidence": evidence, "test": f"{TEST}::{test}",
-            "command": "sinks prove " + " ".join(names), "figures": []}
+            "command": f"sinks prove {statement}", "figures": []}
 
 
 def claims_for(verdicts: dict) -> list[dict]:
     """The part's claims from the verdicts at hand (a claim whose statements did not all run is left out)."""
-    claims = [_claim_from(verdicts, *c) for c in CLAIMS if all(n in verdicts for n in c[1])]
+    from proofs.registry import dependencies
+
+    claims = [_claim_from(verdicts, *c) for c in CLAIMS if all(n in verdicts for n in dependencies(c[1]))]
     if "t1_single_layer_sink" in verdicts:
         claims.append({
             "claim": "T1 after the trigger when L = 4 (only trigger positions 2 and 3)", "verdict": "unknown",
             "evidence": "not covered: the trigger row's ratio rho is not pinned by two trigger positions, and the "
                         "bound on the trigger's image carries eta * B/C (proofs/README.md)",
             "test": "", "command": "sinks prove t1_single_layer_sink trigger_flag_lower_bound", "figures": []})
-    if "t2_multi_layer_existential" in verdicts:
-        claims.append({
-            "claim": "T2 (existential): some head of a multi-layer softmax model that solves the task must sink",
-            "verdict": "unknown", "evidence": "not proved symbolically; observed in training (training part)",
-            "test": "", "command": "sinks prove t2_multi_layer_existential", "figures": []})
+    claims += [_statement_claim(verdicts[name], claim) for name, claim in STATEMENT_CLAIMS if name in verdicts]
     for v in verdicts.values():
         if v.planted:
             claims.append({"claim": f"planted false statement (must be refuted): {v.statement}", "verdict": v.status,

@@ -1,18 +1,18 @@
 """The ``training`` part of ``sinks reproduce``: the six reference runs of SPEC section 4 (1 layer,
 2 x 2, 4 x 4; softmax and ReLU), their sink metrics over seeds, certified bounds and figures.
 
-Every run is a sweep job (``empirical.sweep``; record under ``results/runs/training/<run id>.json``,
-written atomically), so an interrupted part resumes run by run. Two worker processes share the
-machine's cores.
+Budgets: the default is the full reference: every one of the six settings on 5 seeds (0-4), cap
+50,000 steps, every member to the stop rule; a member that reaches the cap is reported as not
+converged (its metrics at the cap), never hidden. Quick mode trains only the single-layer runs
+(2 seeds).
 
-Budgets (2 CPU cores): the single-layer runs train 5 seeds to the stop rule (cap 50,000 as in
-SPEC). The multi-layer runs need 7,000-22,000 steps per seed at ~30-90 steps/s here, which does
-not fit the default reproduce budget for 5 seeds, so the default trains the multi-layer runs on
-fewer seeds (2 for 2 x 2, SPEC's seed 0 for 4 x 4) with a step CAP (``DEFAULT_RUNS``; the 4 x 4
-softmax cap of 6,000 is below SPEC's ~22,000 steps: its heads' sink pattern is in place by then,
-but the run is reported as not converged); a capped run that has not met the stop rule is reported as "not converged"
-with its metrics at the cap, never as converged. ``sinks train --layers 4 --heads 4 --seeds 0 1 2 3 4``
-runs the full reference setting. Quick mode trains only the single-layer runs (2 seeds).
+Scheduling (``empirical.seed_groups``): each run is cut into seed groups and the (run, seed
+group) jobs are scheduled longest-first over the cores this process owns, one worker process
+and one torch thread per core; a long run's seeds are split over workers when that finishes
+sooner. A member's numbers do not depend on its group. Every job is a sweep job
+(``empirical.train:train_job``; record under ``results/runs/training/<run id>.json``, written
+atomically), so an interrupted part resumes job by job. On a terminal the part shows one
+progress line per job and an overall ETA (``empirical.progress``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ SPEC_VALUES = {
     ("softmax", 4, 4): ("~22,000", "> 0.94 in 8 of 16 heads, 0.15 - 0.52 in the others"),
     ("relu", 4, 4): ("~7,000", "<= 0.002 in all heads"),
 }
+SPEC_STEPS = {key: int(steps.strip("~").replace(",", "")) for key, (steps, _) in SPEC_VALUES.items()}
 
 
 @dataclass(frozen=True)
@@ -45,56 +46,92 @@ class Run:
     max_steps: int
 
 
-# Longest first, so that two workers finish together.
-DEFAULT_RUNS = (
-    Run("softmax", 4, 4, (0,), 6_000),
-    Run("relu", 4, 4, (0,), 9_000),
-    Run("softmax", 2, 2, (0, 1), 14_000),
-    Run("relu", 2, 2, (0, 1), 15_000),
-    Run("softmax", 1, 1, (0, 1, 2, 3, 4), 50_000),
-    Run("relu", 1, 1, (0, 1, 2, 3, 4), 50_000),
-)
+SEEDS = (0, 1, 2, 3, 4)
+CAP = 50_000  # SPEC section 4
+DEFAULT_RUNS = tuple(Run(kind, layers, layers, SEEDS, CAP) for layers in (4, 2, 1) for kind in ("softmax", "relu"))
 QUICK_RUNS = (
-    Run("softmax", 1, 1, (0, 1), 50_000),
-    Run("relu", 1, 1, (0, 1), 50_000),
+    Run("softmax", 1, 1, (0, 1), CAP),
+    Run("relu", 1, 1, (0, 1), CAP),
 )
 MULTI_LAYER_BOUND_SEQUENCES = 200  # the per-head bound of a stack on the first 200 eval sequences
 
 
-def jobs(runs: tuple[Run, ...]):
-    from empirical.sweep import Job
+def expected_steps(run: Run) -> int:
+    """SPEC's steps to stop (the planner's estimate), never above the cap."""
+    return min(run.max_steps, SPEC_STEPS.get((run.kind, run.layers, run.heads), run.max_steps))
+
+
+def config(run: Run, seeds: tuple[int, ...], **overrides):
     from empirical.train import TrainConfig
 
-    out = []
-    for r in runs:
-        multi = r.layers > 1
-        cfg = TrainConfig(kind=r.kind, layers=r.layers, heads=r.heads, seeds=r.seeds, max_steps=r.max_steps,
-                          log_every=500 if multi else 50,
-                          bound_sequences=MULTI_LAYER_BOUND_SEQUENCES if multi else None)
-        out.append(Job(JOB_FN, cfg, r.seeds))
-    return out
+    multi = run.layers > 1
+    fields = dict(kind=run.kind, layers=run.layers, heads=run.heads, seeds=seeds, max_steps=run.max_steps,
+                  log_every=500 if multi else 50,
+                  bound_sequences=MULTI_LAYER_BOUND_SEQUENCES if multi else None)
+    fields.update(overrides)
+    return TrainConfig(**fields)
 
 
-def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
+def jobs(runs: tuple[Run, ...], workers: int, **overrides):
+    """The planned (run, seed group) jobs, longest first, and the estimated makespan (s)."""
+    from empirical import seed_groups
+    from empirical.sweep import Job
+
+    groups, makespan = seed_groups.plan(runs, workers, expected_steps)
+    return [(g, Job(JOB_FN, config(g.run, g.seeds, **overrides), g.seeds)) for g in groups], makespan
+
+
+def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | None = None,
+        workers: int | None = None, **overrides) -> dict[str, Any]:
+    """``runs``, ``workers`` and ``overrides`` (TrainConfig fields) exist for tests; the part
+    itself runs ``DEFAULT_RUNS`` / ``QUICK_RUNS`` on the cores this process owns."""
+    from empirical import progress, seed_groups
+    from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
-    runs = QUICK_RUNS if quick else DEFAULT_RUNS
-    job_list = jobs(runs)
-    outcome = run_sweep(job_list, Path(results_dir) / "runs" / "training", backend="process", workers=2,
-                        device=device)
+    runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)
+    workers = workers or owned_cores()
+    planned, makespan = jobs(runs, workers, **overrides)
+    out_dir = Path(results_dir) / "runs" / "training"
+    board = progress.Board(out_dir, [(j.run_id, _label(g), g.expected_steps, g.run.max_steps, g.cost)
+                                     for g, j in planned], workers)
+    outcome = run_sweep([j for _, j in planned], out_dir, backend="process", workers=workers, device=device,
+                        on_event=board.event, on_wait=board.poll if board.live else None)
+    board.close()
     if not outcome.ok:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
-    summaries = {(r.kind, r.layers, r.heads): outcome.records[j.run_id]["result"] for r, j in zip(runs, job_list)}
+    summaries = {}
+    for r in runs:
+        parts = [outcome.records[j.run_id]["result"] for g, j in planned if g.run == r]
+        summaries[(r.kind, r.layers, r.heads)] = seed_groups.merge(parts, r.seeds)
     figures = _figures(Path(results_dir), summaries)
+    cert_tables, cert_claims, certificates = _certificates(summaries, quick)
     functional = _functional_sinks(Path(results_dir), summaries)
     return {
-        "claims": _claims(summaries, figures) + functional["claims"],
-        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]],
-        "runs": {f"{k}-{l}x{h}": _run_digest(s, j.run_id)
-                 for ((k, l, h), s), j in zip(summaries.items(), job_list)},
+        "claims": _claims(summaries, figures) + cert_claims + functional["claims"],
+        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables,
+        "certificates": certificates,
         "functional_sinks": functional["rows"],
-        "budget_note": __doc__.split("Budgets")[1].strip() if "Budgets" in __doc__ else "",
+        "runs": {f"{k}-{l}x{h}": _run_digest(s, [j.run_id for g, j in planned if (g.run.kind, g.run.layers,
+                                                                                  g.run.heads) == (k, l, h)])
+                 for (k, l, h), s in summaries.items()},
+        "plan": {"workers": workers, "estimated_makespan_s": round(makespan, 1),
+                 "jobs": [{"run": _label(g), "seeds": list(g.seeds), "run_id": j.run_id} for g, j in planned]},
+        "budget_note": __doc__.split("Budgets: ")[1].split("\n\n")[0].strip(),
     }
+
+
+def _label(group) -> str:
+    r = group.run
+    seeds = f"{group.seeds[0]}-{group.seeds[-1]}" if len(group.seeds) > 1 else f"{group.seeds[0]}"
+    return f"{r.kind} {r.layers}x{r.heads} seeds {seeds}"
+
+
+def _certificates(summaries: dict, quick: bool):
+    """Certificates over every input of the trained heads (issue 12; ``empirical.certify_parts``)."""
+    from empirical.certify_parts import training_certificates
+
+    return training_certificates(summaries, quick)
 
 
 def _functional_sinks(results_dir: Path, summaries: dict) -> dict:
@@ -119,10 +156,10 @@ def _head_values(summary: dict, key: str) -> list[list[list[float]]]:
             for n in range(c["layers"])]
 
 
-def _run_digest(summary: dict, run_id: str) -> dict:
+def _run_digest(summary: dict, run_ids: list[str]) -> dict:
     members = summary["members"]
     return {
-        "run_id": run_id,
+        "run_ids": run_ids,
         "seeds": [m["seed"] for m in members],
         "converged": [m["converged"] for m in members],
         "steps": [m["steps"] for m in members],
@@ -139,48 +176,56 @@ def _fmt(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}" if isinstance(x, (int, float)) else str(x)
 
 
+def _pm(values: list[float], digits: int = 4) -> str:
+    """mean +- standard deviation over seeds (population std; a single seed: the value)."""
+    if len(values) == 1:
+        return _fmt(values[0], digits)
+    return f"{_fmt(_mean(values), digits)} ± {_fmt(statistics.pstdev(values), 2)}"
+
+
 def _steps_cell(summary: dict) -> str:
     members = summary["members"]
     conv = [m["steps"] for m in members if m["converged"]]
-    capped = len(members) - len(conv)
+    capped = [m["seed"] for m in members if not m["converged"]]
     parts = []
     if conv:
-        parts.append(f"{_mean(conv):.0f} (range {min(conv)}-{max(conv)}; {len(conv)} converged)")
+        parts.append(f"{_pm(conv, 5)} (range {min(conv)}-{max(conv)}; {len(conv)}/{len(members)} converged)")
     if capped:
-        parts.append(f"{capped} not converged at cap {summary['config']['max_steps']}")
+        parts.append(f"not converged at the cap {summary['config']['max_steps']}: seed(s) "
+                     f"{', '.join(map(str, capped))}")
     return "; ".join(parts)
 
 
 def _runs_table(summaries: dict) -> dict:
     rows = []
     for (kind, layers, heads), s in summaries.items():
-        masses = [v for layer in _head_values(s, "bos_nontrigger_mean") for head in layer for v in head]
+        members = s["members"]
         mins = [v for layer in _head_values(s, "bos_nontrigger_min") for head in layer for v in head]
-        per_head = [_mean(head) for layer in _head_values(s, "bos_nontrigger_mean") for head in layer]
+        per_head = [_pm(head, 3) for layer in _head_values(s, "bos_nontrigger_mean") for head in layer]
         bound = "n/a (not on the simplex)"
-        if layers > 1 and "bound" in s["members"][0]["layers"][0][0]:
+        if layers > 1 and "bound" in members[0]["layers"][0][0]:
             bound = "per head: see the next table"
-        elif "bound" in s["members"][0]["layers"][0][0]:
-            b = [m["layers"][0][0]["bound"] for m in s["members"]]
-            bound = (f"L0H0 mean {_fmt(_mean([x['bound_mean'] for x in b]))}, min {_fmt(min(x['bound_min'] for x in b))}; "
+        elif "bound" in members[0]["layers"][0][0]:
+            b = [m["layers"][0][0]["bound"] for m in members]
+            bound = (f"L0H0 mean {_pm([x['bound_mean'] for x in b], 6)}, min {_fmt(min(x['bound_min'] for x in b))}; "
                      f"violations {sum(x['violations'] for x in b)}")
         spec_steps, spec_mass = SPEC_VALUES.get((kind, layers, heads), ("-", "-"))
+        mass = (f"{_pm(_head_values(s, 'bos_nontrigger_mean')[0][0], 6)}; min over seeds, sequences and queries "
+                f"{_fmt(min(mins), 6)}" if len(per_head) == 1 else
+                f"per head: {', '.join(per_head)}; min over seeds and queries {_fmt(min(mins), 3)}")
         rows.append([
-            f"{kind} {layers}x{heads}", len(s["members"]), _steps_cell(s),
-            f"{_mean([m['eval_max_abs_error'] for m in s['members']]):.2e} (max {max(m['eval_max_abs_error'] for m in s['members']):.2e})",
-            (f"mean over seeds {_fmt(_mean(masses), 6)} (seeds {_fmt(min(masses), 6)} - {_fmt(max(masses), 6)}); "
-             f"min over seeds, sequences and queries {_fmt(min(mins), 6)}" if len(per_head) == 1 else
-             f"per head, mean over seeds: {', '.join(_fmt(v, 3) for v in per_head)}; min over seeds and queries {_fmt(min(mins), 3)}"),
-            bound, spec_steps, spec_mass,
+            f"{kind} {layers}x{heads}", len(members), _steps_cell(s),
+            f"{_pm([m['eval_max_abs_error'] for m in members], 3)} (max {max(m['eval_max_abs_error'] for m in members):.2e})",
+            mass, bound, spec_steps, spec_mass,
         ])
     return {
-        "title": "Reference runs (SPEC section 4) next to SPEC's values",
-        "columns": ["run", "seeds", "steps to stop (this run)", "eval max-abs error (mean over seeds)",
+        "title": "Reference runs (SPEC section 4) next to SPEC's values (mean ± std over seeds)",
+        "columns": ["run", "seeds", "steps to stop (this run)", "eval max-abs error",
                     "BOS mass at non-trigger queries", "certified bound (single head)", "SPEC steps", "SPEC BOS mass"],
         "rows": rows,
-        "note": "Evaluation: 1000 sequences, trigger at 7, float64. Non-trigger queries are 1..15 except 7 "
-                "(query 0 sees only BOS). Multi-layer runs use fewer seeds and a step cap by default (budget): "
-                "a run that has not met the stop rule is listed as not converged.",
+        "note": "mean ± std: over the seeds (population standard deviation). Evaluation: 1000 sequences, trigger "
+                "at 7, float64. Non-trigger queries are 1..15 except 7 (query 0 sees only BOS). Every member trains "
+                "to the stop rule or the cap; a member that reached the cap is listed by seed as not converged.",
     }
 
 
@@ -190,26 +235,25 @@ def _heads_table(summaries: dict) -> dict:
         for n in range(layers):
             for h in range(heads):
                 entries = [m["layers"][n][h] for m in s["members"]]
-                mass = [e["bos_nontrigger_mean"] for e in entries]
                 bounds = [e["bound"] for e in entries if "bound" in e]
                 rows.append([
                     f"{kind} {layers}x{heads}", f"L{n}H{h}",
-                    _fmt(_mean(mass), 4), _fmt(statistics.pstdev(mass), 2) if len(mass) > 1 else "-",
+                    _pm([e["bos_nontrigger_mean"] for e in entries], 4),
                     _fmt(min(e["bos_nontrigger_min"] for e in entries), 4),
-                    _fmt(_mean([e["bos_trigger_mean"] for e in entries]), 3),
-                    _fmt(_mean([e["row_nontrigger_mean"] for e in entries]), 3),
+                    _pm([e["bos_trigger_mean"] for e in entries], 3),
+                    _pm([e["row_nontrigger_mean"] for e in entries], 3),
                     f"{sum(e['sinks_gu'] for e in entries)}/{len(entries)}",
-                    (f"{_fmt(_mean([b['bound_mean'] for b in bounds]), 3)} ({_fmt(_mean([b['bound_positive_fraction'] for b in bounds]), 2)} > 0)"
+                    (f"{_pm([b['bound_mean'] for b in bounds], 3)} ({_fmt(_mean([b['bound_positive_fraction'] for b in bounds]), 2)} > 0)"
                      if bounds else "n/a"),
                 ])
     return {
-        "title": "Per head: BOS mass over seeds, Gu et al. sink score, certified bound",
-        "columns": ["run", "head", "BOS mass non-trigger (mean over seeds)", "std over seeds",
-                    "min over seeds and queries", "BOS mass at trigger", "row mass non-trigger",
-                    "seeds sinking (Gu alpha_0 > 0.3)", "certified bound mean (fraction of queries > 0)"],
+        "title": "Per head: BOS mass over seeds (mean ± std), Gu et al. sink score, certified bound",
+        "columns": ["run", "head", "BOS mass non-trigger", "min over seeds and queries", "BOS mass at trigger",
+                    "row mass non-trigger", "seeds sinking (Gu alpha_0 > 0.3)",
+                    "certified bound mean (fraction of queries > 0)"],
         "rows": rows,
-        "note": "In a stack the bound holds for each head (its own inputs and output), but the target constrains "
-                "only the sum of all heads, so a head's bound may be vacuous (<= 0).",
+        "note": "mean ± std over the seeds. In a stack the bound holds for each head (its own inputs and output), but "
+                "the target constrains only the sum of all heads, so a head's bound may be vacuous (<= 0).",
     }
 
 
@@ -254,10 +298,12 @@ def _t1_sink(s: dict, figures: dict) -> dict:
     masses = [m["layers"][0][0]["bos_nontrigger_mean"] for m in s["members"]]
     mins = [m["layers"][0][0]["bos_nontrigger_min"] for m in s["members"]]
     trig = [m["layers"][0][0]["bos_trigger_mean"] for m in s["members"]]
-    holds = all(v > 0.99 for v in masses)
+    from empirical.metrics import SINK_MASS
+
+    holds = all(v > SINK_MASS for v in masses)
     verdict = "observed" if holds and all_conv else ("refuted" if all_conv else "unknown")
     return {
-        "claim": "T1 (observed): a trained single-layer softmax head sinks: BOS mass at non-trigger queries > 0.99 "
+        "claim": f"T1 (observed): a trained single-layer softmax head sinks: BOS mass at non-trigger queries > {SINK_MASS} "
                  "in every seed, ~0 at the trigger",
         "verdict": verdict,
         "evidence": (f"{note}; BOS mass per seed {', '.join(_fmt(v, 6) for v in masses)} (min over sequences and "

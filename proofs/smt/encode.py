@@ -24,6 +24,8 @@ re-parametrised variables: the box |u_b,c - x_b,c| <= delta_bc, i.e. |w_b,c - E_
 delta_bc E_Tb, holds (UNSAT of its negation). Step 2 adds the box (implied, so nothing is lost)
 to the constraints of one query type and asks, per class, for BOS mass < theta. Dropping the
 other classes is a relaxation, so UNSAT transfers; a SAT there only says "inconclusive".
+Each step-1 bound is certified by an exact Farkas certificate of ``box_bound_check``'s query
+(``farkas``, checked in Fractions), or failing that by z3's UNSAT (``chain``).
 """
 
 from __future__ import annotations
@@ -291,7 +293,12 @@ def _scaled_bos_row(inst: Instance, script: Script, eps: Fraction, bos: str) -> 
             script.add(le(u, scale(eps, bos)), le(f"(- {u})", scale(eps, bos)))
 
 
-def box_lp(inst: Instance, eps: Fraction, b: int, c: int, sign: int) -> Script:
+def box_base(inst: Instance, eps: Fraction) -> Script:
+    """The part of every box LP of an instance: the trigger classes with the BOS weight t."""
+    return trigger_script(inst, eps, bos="t_scale")
+
+
+def box_lp(inst: Instance, eps: Fraction, b: int, c: int, sign: int, base: Script | None = None) -> Script:
     """Charnes-Cooper form of  sup sign * (u_b,c - x_b,c)  over the trigger classes (b a content
     type or the trigger; for the trigger the BOS row is used too, since E_TT u_T = A - u_BOS).
 
@@ -300,7 +307,8 @@ def box_lp(inst: Instance, eps: Fraction, b: int, c: int, sign: int) -> Script:
     Closing the strict inequalities (t >= 0) does not change the supremum of a nonempty convex
     set; the bound used in a proof is certified by ``box_bound_check``."""
     t = "t_scale"
-    script = trigger_script(inst, eps, bos=t)
+    base = box_base(inst, eps) if base is None else base  # ``base``: built once per instance
+    script = Script(dict(base.decls), list(base.asserts))
     script.real(t)
     script.asserts = [a.replace("(> F_", "(>= F_") for a in script.asserts]
     script.add(f"(>= {t} 0.0)", f"(= {f_name(b)} 1.0)")
@@ -313,14 +321,15 @@ def box_lp(inst: Instance, eps: Fraction, b: int, c: int, sign: int) -> Script:
     return script
 
 
-def box_bound_check(inst: Instance, eps: Fraction, b: int, c: int, sign: int, bound: Fraction) -> Script:
+def box_bound_check(inst: Instance, eps: Fraction, b: int, c: int, sign: int, bound: Fraction,
+                    base: Script | None = None) -> Script:
     """One bound of the box, sign * (u_b,c - x_b,c) <= bound, negated in the closed
     Charnes-Cooper system of ``box_lp``: expected UNSAT. Every head satisfying the trigger
     classes maps into that system (t = 1/E_Tb > 0, everything scaled by t), so UNSAT here
     proves the bound for every head. Being a closed LP (no strict inequalities), it is a
     plain simplex query; the strict original form made z3 stall erratically (seen: 0.4 s or
     a 60 s timeout on the same query)."""
-    script = box_lp(inst, eps, b, c, sign)
+    script = box_lp(inst, eps, b, c, sign, base)
     script.add(f"(>= OBJ {num(bound)})")
     return script
 

@@ -125,16 +125,18 @@ def _decode(model: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class Z3Runner:
-    """A reusable hard-killed z3 worker. Use as a context manager."""
+class Worker:
+    """A reusable solver worker process (``python -m <module>``) that answers JSON-line jobs
+    and is killed when an answer overruns its budget. Use as a context manager."""
+
+    module = "proofs.smt.hardkill"
 
     def __init__(self, grace_s: float = GRACE_S) -> None:
         self.grace_s = grace_s
         self._proc = None
-        self._conn = None
         self.kills = 0
 
-    def __enter__(self) -> "Z3Runner":
+    def __enter__(self) -> "Worker":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -143,7 +145,7 @@ class Z3Runner:
     def _start(self) -> None:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "proofs.smt.hardkill"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", self.module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True, bufsize=1, env=env,
         )
 
@@ -170,6 +172,18 @@ class Z3Runner:
             self._proc.wait(5)
         self._proc = None
 
+    def _one(self, job, timeout_s: float) -> Answer:
+        """Send one job and wait for its answer; past the budget the worker is killed."""
+        start = time.perf_counter()
+        self._send(job)
+        got = self._recv(timeout_s + self.grace_s + 1.0)  # + 1 s: a fresh worker's start
+        if got is None:
+            self._kill()
+            self.kills += 1
+            return Answer("unknown", time.perf_counter() - start, "hard-kill")
+        r, seconds, reason, model = got
+        return Answer(r, seconds, reason, _decode(model))
+
     def close(self) -> None:
         if self._alive():
             try:
@@ -178,6 +192,10 @@ class Z3Runner:
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 pass
         self._kill()
+
+
+class Z3Runner(Worker):
+    """The hard-killed z3 worker."""
 
     def check(self, text: str, timeout_s: float, seed: int = 0, preprocess: bool = False) -> Answer:
         """Solve one SMT-LIB script (declarations and assertions, no check-sat); ``preprocess``
@@ -188,15 +206,7 @@ class Z3Runner:
         """LP: the supremum of the constant ``OBJ`` under ``text`` (model {"OBJ": Fraction or
         "oo"}). Used only to *find* bounds; every bound used in a proof is then re-checked by
         an UNSAT query."""
-        start = time.perf_counter()
-        self._send((text, timeout_s, "maximize", 0, False))
-        got = self._recv(timeout_s + self.grace_s + 1.0)
-        if got is None:
-            self._kill()
-            self.kills += 1
-            return Answer("unknown", time.perf_counter() - start, "hard-kill")
-        r, seconds, reason, model = got
-        return Answer(r, seconds, reason, _decode(model))
+        return self._one((text, timeout_s, "maximize", 0, False), timeout_s)
 
     def check_each(self, base: str, extras: list[str | None], timeout_s: float, seed: int = 0,
                    preprocess: bool = False) -> list[Answer]:

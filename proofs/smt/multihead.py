@@ -1,5 +1,7 @@
-"""Positive control for T2: a two-head softmax layer in which NO head sinks, because the heads
-cancel. This is why a multi-head statement can only be existential ("some head sinks").
+"""Two-head softmax layers on finite instances: where no head has to sink.
+
+``cancelling_heads``: positive control for T2 (refuted): a two-head softmax layer in which NO
+head sinks at a non-trigger query, because the heads cancel.
 
 The family searched (a restriction, so a SAT answer is a real layer, then replayed):
 head 2 copies head 1's content-query rows and carries the negated values, so at every content
@@ -19,7 +21,7 @@ from .encode import e_name, kept_coords, output_facts, positive
 from .hardkill import Z3Runner
 from .instance import BOS, Instance
 from .replay import HeadParams, LayerModel, replay
-from .smt2 import Script, add, le, num, scale
+from .smt2 import Script, add, le, mul, num, scale, sub
 
 
 def cancelling_heads(inst: Instance, cap: Fraction = Fraction(1, 2), timeout_s: float = 10.0) -> dict:
@@ -67,3 +69,38 @@ def cancelling_heads(inst: Instance, cap: Fraction = Fraction(1, 2), timeout_s: 
         out["status"] = "none in this family"
     out["seconds"] = time.perf_counter() - start
     return out
+
+
+def two_heads_capped(inst: Instance, cap: Fraction, timeout_s: float = 60.0) -> dict:
+    """Question (a'): is there a two-head softmax layer with error <= eps on every class of the
+    instance whose heads put at most ``cap`` on BOS at EVERY query i >= 1 (trigger included)?
+
+    Unrestricted encoding: per head, per query type and key type a positive weight (BOS's fixed to
+    1 by the shift), per head and token type a free value image; the BOS query's output (the sum
+    of the heads' BOS images) within eps of 0. With two normalisers the error bounds become
+    |N_1 Z_2 + N_2 Z_1 - y Z_1 Z_2| <= eps Z_1 Z_2: non-linear real arithmetic (QF_NRA).
+    Returns {"answer": sat/unsat/unknown, "reason", "seconds"}; a sat model is NOT replayed here
+    (none has been found)."""
+    start = time.perf_counter()
+    script = Script()
+    coords = range(inst.d)
+    w = {(h, q, b): "1.0" if b == BOS else positive(script, f"W{h}_{q}_{b}")
+         for h in (0, 1) for q in inst.query_types for b in inst.types}
+    U = {(h, b, c): script.real(f"V{h}_{b}_{c}") for h in (0, 1) for b in inst.types for c in coords}
+    for c in coords:
+        script.add(le(add(U[0, BOS, c], U[1, BOS, c]), num(inst.eps)),
+                   le(num(-inst.eps), add(U[0, BOS, c], U[1, BOS, c])))
+    for cls in enumerate_classes(inst):
+        q = cls.query
+        keys = [(BOS, 1)] + [(b, n) for b, n in enumerate(cls.counts, start=1) if n]
+        Z = [add(*[scale(n, w[h, q, b]) for b, n in keys]) for h in (0, 1)]
+        script.add(*[le(w[h, q, BOS], scale(cap, Z[h])) for h in (0, 1)])
+        y, ZZ = class_target(inst, cls), mul(Z[0], Z[1])
+        for c in coords:
+            N = [add(*[scale(n, mul(w[h, q, b], U[h, b, c])) for b, n in keys]) for h in (0, 1)]
+            gap = sub(add(mul(N[0], Z[1]), mul(N[1], Z[0])), scale(y[c], ZZ))
+            script.add(le(gap, scale(inst.eps, ZZ)), le(scale(-inst.eps, ZZ), gap))
+    with Z3Runner() as runner:
+        ans = runner.check(script.text(), timeout_s)
+    return {"answer": ans.result, "reason": ans.reason, "seconds": time.perf_counter() - start,
+            "classes": len(enumerate_classes(inst))}

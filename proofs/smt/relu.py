@@ -29,6 +29,7 @@ from .classes import PositionClass, class_target, covered, enumerate_classes, vi
 from .encode import kept_coords
 from .instance import BOS, Instance
 from .replay import HeadParams, LayerModel
+from .verdict import combine
 
 
 class AbstractOps:
@@ -168,8 +169,6 @@ def run_scores(s, result, stop_at_first: bool) -> None:
     """The search driver for method "scores" (called by ``search.search_counterexample``)."""
     import z3
 
-    from .search import _combine
-
     inst = s.inst
     s.atoms = None
     try:
@@ -202,7 +201,7 @@ def run_scores(s, result, stop_at_first: bool) -> None:
             result.reason = why
         if status == "counterexample" and stop_at_first:
             break
-    result.status = _combine(statuses)
+    result.status = combine(statuses)
     if result.status == "proof":
         result.reason = f"all {len(statuses)} class queries UNSAT"
 

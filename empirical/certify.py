@@ -1,0 +1,143 @@
+"""Certificates over every input for any weights, next to what the evaluation set measures.
+
+``certify_network(net, L)`` runs ``proofs.certify`` on one network: a single-layer single-head
+network gets the exact per-query worst case of its sink, eta_up / eta_lo and the T1 check; a stack
+gets the per-head bound of interval propagation (layer 0 exact). ``measure(net, L)`` adds the BOS
+mass measured on the 1,000 evaluation sequences of ``sinks train`` (trigger 7, same seed) and, for
+a single head, the per-example bound of ``empirical.bound``, per query position. ``heat_map``
+draws the certified minimum beside the measured mean, per head and position.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+EVAL_SEQUENCES = 1000
+EVAL_TRIGGER = 7
+
+
+def is_single_head(net) -> bool:
+    return len(net.layers) == 1 and net.layers[0].heads == 1 and not net.residual
+
+
+def certify_network(net, L: int) -> dict[str, Any]:
+    """Every certificate that applies to ``net`` (pure mathematics; no torch)."""
+    from proofs.certify import error, heads, sink, stack, t1
+
+    start = time.perf_counter()
+    if net.kind == "relu" and is_single_head(net):
+        from proofs.certify import free
+
+        out = free.certify_relu(net, L)
+        return {"type": "relu head", **out, "seconds": time.perf_counter() - start}
+    heads.check_kind(net.kind)
+    if not is_single_head(net):
+        out = stack.certify_stack(net, L)
+        out["seconds"] = time.perf_counter() - start
+        return {"type": "stack", **out}
+    cert = sink.certify_head(net, L)
+    h = heads.head_maps(net)
+    up = error.eta_upper(h, L, cert["queries"])
+    lo = error.eta_lower(net, h, L)
+    out = {"type": "single head", **cert, "eta": {**up, **lo, "ratio": up["eta_up"] / lo["eta_lo"] if lo["eta_lo"] > 0 else None}}
+    out["t1"] = t1.table(cert["queries"], up["eta_up"], L) if net.kind == "softmax" else None
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int | None = None) -> dict[str, Any]:
+    """Measured BOS mass per head and query position (mean, min over the evaluation sequences),
+    and for a single head the per-example certified bound's minimum per position. The trigger is
+    at 7 as in ``sinks train`` (at L - 2 when L <= 8)."""
+    import torch
+
+    from constructions import task
+    from empirical import bound
+    from empirical.model import from_network
+    from empirical.train import EVAL_SEED
+
+    trigger = trigger if trigger is not None else min(EVAL_TRIGGER, L - 2)
+    model = from_network(net, dtype=torch.float64)
+    cfg = task.TaskConfig(d=net.d, L=L, trigger=trigger, residual=net.residual)
+    batch = task.sample(cfg, sequences, torch.Generator().manual_seed(EVAL_SEED), dtype=torch.float64)
+    with torch.no_grad():
+        _, cache = model(batch.x)
+    heads_out = []
+    for n in range(len(net.layers)):
+        bos = cache[f"L{n}.pattern"][..., 0]  # [B, H, L]
+        for h in range(bos.shape[1]):
+            heads_out.append({"layer": n, "head": h, "mean": bos[:, h].mean(0).tolist(), "min": bos[:, h].amin(0).tolist()})
+    out = {"sequences": sequences, "trigger": trigger, "heads": heads_out}
+    if is_single_head(net) and net.kind in ("softmax", "sigmoid_norm"):
+        with torch.no_grad():
+            images = bound.head_images(model.layers[0], batch.x, 0)
+            res = bound.head_bound(images, cache["L0.pattern"][:, 0], batch.trigger)
+        per_seq = res["bound"].reshape(sequences, L - 2)  # non-trigger queries 1..L-1 except the trigger
+        positions = [i for i in range(1, L) if i != trigger]
+        mins = per_seq.amin(0).tolist()
+        out["per_example_bound_min"] = {i: m for i, m in zip(positions, mins)}
+    return out
+
+
+def comparison_rows(cert: dict, measured: dict | None) -> list[list[Any]]:
+    """Per non-trigger (position, case) of a single head: certified min, T1's bound, per-example
+    bound and measured mean / min on the evaluation sequences (trigger 7: before for i < 7)."""
+    t1rows = {(r["position"], r["case"]): r for r in (cert.get("t1") or {}).get("rows", [])}
+    rows = []
+    for q in cert["queries"]:
+        if q["case"] == "trigger":
+            continue
+        i = q["position"]
+        t = t1rows.get((i, q["case"]), {})
+        m = measured["heads"][0] if measured else None
+        matches = measured and i != measured["trigger"] and (i < measured["trigger"]) == (q["case"] == "before")
+        per_example = (measured or {}).get("per_example_bound_min", {}).get(i) if matches else None
+        rows.append([i, q["case"], q["certified"], t.get("t1_bound"), t.get("verdict", "-"), per_example,
+                     m["mean"][i] if matches else None, m["min"][i] if matches else None])
+    return rows
+
+
+COLUMNS = ["position", "case", "certified min a_i0 (every input)", "T1 bound 1 - f(eta_up)", "T1 check",
+           "per-example bound (min, eval set)", "measured mean (eval set)", "measured min (eval set)"]
+
+
+def heat_map(results: list[dict], path: str | Path) -> Path:
+    """Certified minimum BOS mass (every input) beside the measured mean, per head and position."""
+    import numpy as np
+
+    from empirical.figures import _plt, save_png
+
+    plt = _plt()
+    rows, labels, meas = [], [], []
+    for r in results:
+        cert, m = r["certificate"], r.get("measured")
+        L = cert["L"]
+        if cert["type"] == "relu head":
+            rows.append(np.array([np.nan] + [q["max_bos_weight"] for q in cert["queries"]]))
+            labels.append(f"{r['label']} L0H0 (max)")
+            meas.append(np.array(m["heads"][0]["mean"]) if m else np.full(L, np.nan))
+        elif cert["type"] == "single head":
+            worst = np.full(L, np.nan)
+            for q in cert["queries"]:
+                if q["case"] != "trigger":
+                    worst[q["position"]] = np.fmin(worst[q["position"]], q["certified"]) if not np.isnan(worst[q["position"]]) else q["certified"]
+            rows.append(worst)
+            labels.append(f"{r['label']} L0H0")
+            meas.append(np.array(m["heads"][0]["mean"]) if m else np.full(L, np.nan))
+        else:
+            for k, hd in enumerate(cert["heads"]):
+                rows.append(np.array([np.nan if v is None else v for v in hd["per_position"]]))
+                labels.append(f"{r['label']} L{hd['layer']}H{hd['head']}")
+                meas.append(np.array(m["heads"][k]["mean"]) if m else np.full(L, np.nan))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 1.2 + 0.35 * len(rows)), squeeze=False)
+    for ax, data, title in ((axes[0][0], rows, "certified min BOS mass (every input, non-trigger)"),
+                            (axes[0][1], meas, "measured mean BOS mass (eval set, trigger 7)")):
+        im = ax.imshow(np.array(data)[:, 1:], vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_yticks(range(len(labels)), labels if ax is axes[0][0] else [], fontsize=7)
+        ax.set_xticks(range(0, len(data[0]) - 1), range(1, len(data[0])), fontsize=6)
+        ax.set_xlabel("query position")
+        ax.set_title(title, fontsize=8)
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8)
+    return save_png(fig, path)

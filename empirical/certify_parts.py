@@ -1,0 +1,215 @@
+"""Certificates over every input inside ``sinks reproduce`` (issue 12): the tables and claims
+that the ``training`` and ``constructions`` parts add.
+
+- training: every trained single-layer softmax seed is certified (``empirical.certify``) and set
+  beside T1 at its certified eta_up and the evaluation-set figures (the T1 end-to-end table); the
+  2 x 2 softmax stack gets its per-head interval bounds.
+- constructions: the softmax BOS-gap head, the sink-free ReLU head and the abstaining heads are
+  certified over every input at d = 16, L = 16, and the certified values are set beside their
+  closed forms.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+TEST = "tests/test_certify.py"
+COMMAND = "sinks certify results/train/softmax-1x1.json"
+
+
+def _fmt(x, digits: int = 6) -> str:
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def _networks(summary: dict):
+    from empirical.weights import networks_from_summary
+
+    return networks_from_summary(summary, "training summary")
+
+
+def _seed_row(label: str, cert: dict, measured: dict) -> list[Any]:
+    q = [x for x in cert["queries"] if x["case"] != "trigger"]
+    t1 = cert["t1"]["bounds"]
+    e = cert["eta"]
+    return [label, _fmt(cert["min_bos_before"]), _fmt(cert["min_bos_after"]), _fmt(cert["max_bos_trigger"], 3),
+            _fmt(e["eta_up"], 4), _fmt(e["eta_lo"], 4), _fmt(e["ratio"], 3),
+            _fmt(t1["pre_bound"], 4) if t1["pre_applies"] else "does not apply",
+            _fmt(t1["all_bound"], 4) if t1["all_applies"] else "does not apply",
+            cert["t1"]["overall"],
+            _fmt(min(measured["per_example_bound_min"].values())),
+            _fmt(min(m for i, m in enumerate(measured["heads"][0]["min"]) if i not in (0, measured["trigger"]))),
+            f"{'exact' if cert['all_exact'] else 'gap ' + _fmt(cert['largest_gap'], 2)}; {len(q)} queries",
+            f"{cert['seconds']:.1f}"]
+
+
+def training_certificates(summaries: dict, quick: bool = False) -> tuple[list[dict], list[dict], dict]:
+    """(tables, claims, details) for the trained runs whose summaries hold weights (quick: the
+    first seed only)."""
+    from empirical import certify
+
+    tables, claims, details = [], [], {}
+    one = summaries.get(("softmax", 1, 1))
+    if one and "weights" in one:
+        L = one["config"]["L"]
+        rows, certs = [], []
+        sequences = 200 if quick else certify.EVAL_SEQUENCES
+        for item in _networks(one)[:1 if quick else None]:
+            cert = certify.certify_network(item.network, L)
+            measured = certify.measure(item.network, L, sequences)
+            certs.append((item.label, cert, measured))
+            rows.append(_seed_row(item.label, cert, measured))
+        details["single_layer"] = [{"label": lb, "certificate": c, "measured": m} for lb, c, m in certs]
+        tables.append({
+            "title": "T1 end to end: trained single-layer softmax heads certified over every input",
+            "columns": ["seed", "certified min a_i0 before the trigger", "after the trigger", "certified max a_j0 at the trigger",
+                        "eta_up (certified)", "eta_lo (replayed witness)", "eta_up / eta_lo", "T1 (a) bound (eta <= 1/12)",
+                        "T1 (b) bound (eta <= 1/120)", "T1 check", "per-example bound min (eval set)",
+                        "measured min (eval set)", "search", "seconds"],
+            "rows": rows,
+            "note": "Certified over every trigger position and every content in [-1, 1]^(d-3) (proofs.certify, interval "
+                    f"arithmetic); the eval-set columns are the first {sequences} evaluation sequences of sinks train (trigger 7). "
+                    "T1 check: consistent = certified min >= T1's bound; a witness below it would refute T1.",
+        })
+        tables.append(_per_position_table(certs))
+        claims += _training_claims(certs)
+    stale = [f"{k} {l}x{h}" for (k, l, h), s in summaries.items()
+             if k == "softmax" and (l, h) in ((1, 1), (2, 2)) and "weights" not in s]
+    if stale:
+        claims.append({"claim": "Trained heads certified over every input", "verdict": "unknown",
+                       "evidence": f"the stored runs {', '.join(stale)} predate weight storage in training summaries; "
+                                   "rerun the part with --force to certify them",
+                       "test": TEST, "command": "sinks reproduce --only training --force", "figures": []})
+    stack = summaries.get(("softmax", 2, 2))
+    if stack and "weights" in stack:
+        rows, fractions = [], []
+        for item in _networks(stack):
+            cert = certify.certify_network(item.network, stack["config"]["L"])
+            fractions.append(cert["non_vacuous_fraction"])
+            for h in cert["heads"]:
+                rows.append([item.label, f"L{h['layer']}H{h['head']}", _fmt(h["min_bos_certified"], 4),
+                             "non-vacuous" if h["non_vacuous"] else "vacuous", f"{cert['seconds']:.1f}"])
+        details["stack_2x2"] = rows
+        tables.append({"title": "2 x 2 softmax stack: certified per-head BOS mass over every input",
+                       "columns": ["seed", "head", "certified min a_i0 (non-trigger)", f"at level {0.5}", "seconds"],
+                       "rows": rows,
+                       "note": "Layer 0 exact (single-layer certificate); layer 1 by interval bound propagation of the "
+                               "residual stream plus a per-query search: certified at the first queries, vacuous "
+                               "after the trigger, whose stream box (token plus both heads' outputs, enclosed "
+                               "independently) is too wide."})
+        claims.append({
+            "claim": "2 x 2 softmax stack: per-head BOS mass certified over every input (interval propagation)",
+            "verdict": "verified exactly",
+            "evidence": f"fraction of heads certified >= 0.5 at every non-trigger query, per seed: "
+                        f"{', '.join(f'{x:.2f}' for x in fractions)}; " + "; ".join(f"{r[0]} {r[1]} {r[2]}" for r in rows),
+            "test": f"{TEST}::test_stack_bounds_contain_sampled_values", "command": "sinks certify results/train/softmax-2x2.json",
+            "figures": []})
+    return tables, claims, details
+
+
+def _per_position_table(certs: list) -> dict:
+    rows = []
+    first = certs[0][1]
+    for q in first["queries"]:
+        if q["case"] == "trigger":
+            continue
+        i, case = q["position"], q["case"]
+        cert_min = min(next(x["certified"] for x in c["queries"] if (x["position"], x["case"]) == (i, case)) for _, c, _ in certs)
+        t1b = [next(r["t1_bound"] for r in c["t1"]["rows"] if (r["position"], r["case"]) == (i, case)) for _, c, _ in certs]
+        t1b = [b for b in t1b if b is not None]
+        trig = certs[0][2]["trigger"]
+        matches = i != trig and (i < trig) == (case == "before")
+        pe = min(m["per_example_bound_min"][i] for _, _, m in certs) if matches else None
+        meas = min(m["heads"][0]["min"][i] for _, _, m in certs) if matches else None
+        rows.append([i, case, _fmt(cert_min, 7), _fmt(min(t1b), 4) if t1b else "does not apply", _fmt(pe, 7), _fmt(meas, 7)])
+    return {"title": "T1 end to end per query position (minimum over the seeds)",
+            "columns": ["query", "case", "certified min a_i0 (every input)", "T1 bound at eta_up",
+                        "per-example bound min (eval set)", "measured min (eval set)"],
+            "rows": rows,
+            "note": "The eval set has the trigger at 7, so it sees queries 1..6 before and 8..15 after the trigger only."}
+
+
+def sink_verdict(certified_mins: list[float], witness_mins: list[float]) -> str:
+    """"Sinks on every input" per head: every certified minimum above ``SINK_MASS`` is verified;
+    an exactly replayed witness input at or below it refutes; a gap across the level is unknown."""
+    from empirical.metrics import SINK_MASS
+
+    if all(m > SINK_MASS for m in certified_mins):
+        return "verified exactly"
+    if any(w <= SINK_MASS for w in witness_mins):
+        return "refuted"
+    return "unknown"
+
+
+def _witness_min(cert: dict) -> float:
+    """The smallest BOS mass the head's replayed witnesses reach at a non-trigger query (upper end)."""
+    return min(q["witness_high"] for q in cert["queries"] if q["case"] != "trigger")
+
+
+def _training_claims(certs: list) -> list[dict]:
+    from empirical.metrics import SINK_MASS
+
+    mins = [c["min_bos_nontrigger"] for _, c, _ in certs]
+    etas = [(c["eta"]["eta_up"], c["eta"]["eta_lo"]) for _, c, _ in certs]
+    overall = [c["t1"]["overall"] for _, c, _ in certs]
+    refuted = any(o == "refutes T1" for o in overall)
+    below = all(lo > 1 / 120 for _, lo in etas)
+    seconds = ", ".join("%.1f" % c["seconds"] for _, c, _ in certs)
+    return [
+        {"claim": f"Every trained single-layer softmax head sinks on EVERY input: certified minimum BOS mass > {SINK_MASS} "
+                  "at every non-trigger query over all trigger positions and contents",
+         "verdict": sink_verdict(mins, [_witness_min(c) for _, c, _ in certs]),
+         "evidence": (f"certified min a_i0 per seed {', '.join(_fmt(m, 6) for m in mins)} (interval arithmetic, "
+                      f"witness inputs replayed exactly; searches closed in {sum(c['all_exact'] for _, c, _ in certs)}/"
+                      f"{len(certs)} heads); seconds per head {seconds}"),
+         "test": f"{TEST}::test_certified_min_is_below_every_enumerated_input_and_witness_replays", "command": COMMAND,
+         "figures": []},
+        {"claim": "T1 end to end on trained heads: with the certified worst-case error eta_up, T1's bound holds "
+                  "where T1 applies",
+         "verdict": "refuted" if refuted else ("verified exactly" if any("consistent" in o for o in overall) else "unknown"),
+         "evidence": (f"eta_up / eta_lo per seed {', '.join(f'{u:.3g}/{lo:.3g}' for u, lo in etas)}; T1 check "
+                      f"{', '.join(overall)}"
+                      + (" ('T1 does not apply': eta_up above 1/12 = 0.083, the range of (a))" if "T1 does not apply" in overall else "")
+                      + "; part (b) needs eta <= 1/120 = 0.0083"
+                      + (": every head's replayed witness error eta_lo is already above it, so (b) cannot apply to these "
+                         "heads however tight eta_up gets; (a) applies with a weak bound" if below else "")),
+         "test": f"{TEST}::test_t1_end_to_end_on_the_family_is_consistent", "command": COMMAND, "figures": []},
+    ]
+
+
+# ----------------------------------------------------------------------------------------
+# Constructions.
+
+
+def construction_certificates(d: int = 16, L: int = 16, beta: int = 10, gap: int = 10) -> tuple[list[dict], list[dict], dict]:
+    from constructions import abstaining_heads, relu_head, softmax_head
+    from empirical import certify
+    from proofs.certify import free
+
+    soft = certify.certify_network(softmax_head.build(d, beta), L)
+    e = math.exp(beta)
+    closed_min, closed_eta = e / (e + L - 1), float(softmax_head.max_error(beta, L))
+    soft_ok = abs(soft["min_bos_nontrigger"] - closed_min) <= 1e-9 * closed_min and \
+        closed_eta <= soft["eta"]["eta_up"] <= closed_eta * (1 + 1e-9)
+    relu = free.certify_relu(relu_head.build(d), L)
+    rows = [["softmax beta = 10", "min a_i0 non-trigger", _fmt(soft["min_bos_nontrigger"], 12), _fmt(closed_min, 12)],
+            ["softmax beta = 10", "eta_up / eta_lo", f"{soft['eta']['eta_up']:.12g} / {soft['eta']['eta_lo']:.12g}",
+             _fmt(closed_eta, 12)],
+            ["softmax beta = 10", "max a_j0 at the trigger", _fmt(soft["max_bos_trigger"], 6), _fmt(math.exp(-beta) / (math.exp(-beta) + 2), 6)],
+            ["relu (T3)", "max BOS weight, every query", _fmt(relu["max_bos_weight"]), "0"],
+            ["relu (T3)", "max non-trigger row mass", _fmt(relu["max_row_mass_nontrigger"], 3), "0"]]
+    for name in abstaining_heads.CONSTRUCTIONS:
+        p = abstaining_heads.certified_point(name, gap, L)
+        rows.append([f"{name} gap = {gap}", "max BOS mass / max error, every input", f"{p.max_bos_mass:.3g} / {p.max_error:.3g}",
+                     "-> 0 / 0 as gap -> oo (abstaining_heads.verify_limit)"])
+    claim = {
+        "claim": "Certified over every input, the constructions match their closed forms: softmax BOS-gap head "
+                 "min a_i0 = e^b/(e^b + L - 1), eta = max((L-1)/(e^b+L-1), e^-b/(2+e^-b)); ReLU head BOS weight 0",
+        "verdict": "verified exactly" if soft_ok and relu["max_bos_weight"] == 0 else "failed",
+        "evidence": "; ".join(f"{r[0]}: {r[1]} {r[2]} (closed form {r[3]})" for r in rows[:4]),
+        "test": f"{TEST}::test_softmax_family_certified_min_equals_closed_form", "command": "sinks certify WEIGHTS",
+        "figures": []}
+    table = {"title": f"Constructions certified over every input (d = {d}, L = {L})",
+             "columns": ["head", "quantity", "certified", "closed form"], "rows": rows,
+             "note": "Certified: proofs.certify (softmax), proofs.certify.free (ReLU), abstaining_heads.certified_point."}
+    return [table], [claim], {"softmax": soft, "relu": relu}

@@ -1,0 +1,263 @@
+"""Worst-case max-abs error eta of a single head over EVERY input (issue 12, item 2).
+
+eta_up, a certified upper bound, is the largest of three bounds (each over every input):
+
+- BOS query: the output is u_0 = V e_0 exactly, so its error is ||V e_0||_inf (exact Fractions).
+- Non-trigger query i (target 0): coordinate r of the output is z_0 + (1 - a_i0)(p - z_0), where
+  z_0 = (V e_0)_r and p, the weighted mean of the non-BOS values, lies in [p-, p+], the range of
+  (V x)_r over the token types the query sees (support function of the content box). It is linear
+  in (1 - a_i0) in [0, 1 - a_lo] (a_lo: the certified minimum BOS mass of ``sink``) and in p, so
+  its absolute value is at most the largest of |z_0|, |z_0 + (1 - a_lo)(p+- - z_0)|.
+- Trigger query j: error_r = a_0 z_0 + sum_{k=1..j} (a_k V_r - e_r / j) . x_k. Each key's
+  unnormalised weight is enclosed from its score range over the query's content box (scores taken
+  relative to the content keys' content-free part g_{d-1}(c), which removes the query-content
+  shift common to all keys: softmax is shift-invariant); for fixed weights each key's term is its
+  support function over its token box, convex in its weight, and the normalised weights range over
+  a convex set whose extreme points come from the vertices of the weight box, so the worst case is
+  an enumeration over BOS / own key at an end and m = 0..j-1 content keys high (``trigger_bound_box``).
+  What is relaxed: a key's weight and its content vary independently, and the query box is
+  covered by sub-boxes (``TRIGGER_SPLITS`` bisections of the worst one).
+
+eta_lo, a lower bound, is the error of a witness input found by a float search (candidate sign
+patterns from the bound's maximisers, random vertices, greedy single-coordinate flips) and
+replayed through the exact evaluator in interval arithmetic (``replay``): an input whose error
+is at least eta_lo certainly exists.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from constructions import reference, task
+
+from . import branch, heads, replay
+
+TRIGGER_SPLITS = 64  # bisections of the worst (trigger position, query sub-box) in all
+
+
+def _token_range(V: list[list[Fraction]], r: int, flag: int, d: int) -> tuple[Fraction, Fraction]:
+    """min and max of (V x)_r over tokens x with ``flag`` and content in [-1, 1]^n (exact)."""
+    spread = sum((abs(V[r][c]) for c in range(task.CONTENT_START, d - 1)), Fraction(0))
+    return V[r][flag] - spread, V[r][flag] + spread
+
+
+def nontrigger_bound(h: heads.Head, a_lo: float, after: bool) -> Fraction:
+    """Certified bound on |error| at a non-trigger query whose BOS mass is >= a_lo."""
+    V, d = [list(r) for r in h.V_exact], h.d
+    gap = 1 - heads.exact(a_lo)
+    worst = Fraction(0)
+    for r in range(d):
+        z0 = V[r][task.BOS_FLAG]
+        ranges = [_token_range(V, r, task.content_flag(d), d)]
+        if after:
+            ranges.append(_token_range(V, r, task.TRIGGER_FLAG, d))
+        lo, hi = min(x for x, _ in ranges), max(y for _, y in ranges)
+        worst = max(worst, abs(z0), abs(z0 + gap * (lo - z0)), abs(z0 + gap * (hi - z0)))
+    return worst
+
+
+def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray):
+    """Ranges over the query box of (BOS, content key, own key) score weights' logs, relative to
+    g_{d-1}(c) for softmax (absolute for sigmoid_norm, whose weights are sigmoid of scores)."""
+    M, d, f = h.M, h.d, task.TRIGGER_FLAG
+    softmax = h.kind == "softmax"
+    ref = task.content_flag(d) if softmax else None
+    exps = {
+        "bos": (heads.score_exponent(M, f, task.BOS_FLAG, 0, False, ref),) * 2,
+        "content": (heads.score_exponent(M, f, task.content_flag(d), -1, False, ref),
+                    heads.score_exponent(M, f, task.content_flag(d), +1, False, ref)),
+        "own": (heads.score_exponent(M, f, None, 0, False, ref),) * 2,
+    }
+    return {k: (float(branch.exponent_lower(a, lo, hi).ub[0]), float(branch.exponent_upper(b, lo, hi).ub[0]))
+            for k, (a, b) in exps.items()}
+
+
+def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray) -> dict[str, tuple[float, float]]:
+    """Enclosures [w-, w+] (floats rounded outward) of the unnormalised weights of BOS, a content
+    key and the trigger's own key at trigger queries whose content lies in [lo, hi]."""
+    from mpmath import iv
+
+    def w(x):
+        return iv.exp(iv.mpf(x)) if h.kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(x)))
+
+    return {k: (replay.down(w(a)), replay.up(w(b))) for k, (a, b) in _exponent_ranges(h, lo[None], hi[None]).items()}
+
+
+def _support(V: np.ndarray, a: np.ndarray, j: int, flag: int, lo: np.ndarray, hi: np.ndarray, sign: int) -> np.ndarray:
+    """max over tokens x (``flag``, content in [lo, hi]) of sign (a V_r - e_r / j) . x, for every
+    weight a [C] and coordinate r: [C, d]."""
+    d = V.shape[0]
+    rows = a[:, None, None] * V[None] - np.eye(d)[None] / j  # [C, r, feature]
+    C = slice(task.CONTENT_START, d - 1)
+    content = np.maximum(sign * rows[:, :, C] * lo, sign * rows[:, :, C] * hi).sum(axis=-1)
+    return sign * rows[:, :, flag] + content
+
+
+def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray) -> float:
+    """Certified bound on |error| at trigger query j when its content lies in [lo, hi].
+
+    Relaxation: each key's weight ranges over its enclosure independently of its own content.
+    For fixed weights a the error in coordinate r is at most sum_k phi_k(a_k) with phi_k(a) the
+    support function of sign (a V_r - e_r / j) over key k's token box: convex in a. The weights
+    a = w / sum w with w in a box form a convex set (a linear-fractional image of the box) whose
+    extreme points are images of the box's vertices, so the maximum of the convex sum is at a
+    vertex: BOS and the own key at an end of their ranges and m of the j - 1 interchangeable
+    content keys at the top of theirs (m = 0..j-1). Float64 with a rounding allowance."""
+    V, d = h.V, h.d
+    w = raw_weights(h, lo, hi)
+    combos = np.array([(wb, m, wo) for m in range(j) for wb in w["bos"] for wo in w["own"]])
+    wb, m, wo = combos[:, 0], combos[:, 1], combos[:, 2]
+    c_lo, c_hi = w["content"]
+    D = wb + m * c_hi + (j - 1 - m) * c_lo + wo
+    ones = np.ones(h.n)
+    worst = 0.0
+    for sign in (+1, -1):
+        bos = sign * (wb / D)[:, None] * V[None, :, task.BOS_FLAG]
+        up = _support(V, c_hi / D, j, task.content_flag(d), -ones, ones, sign)
+        down = _support(V, c_lo / D, j, task.content_flag(d), -ones, ones, sign)
+        own = _support(V, wo / D, j, task.TRIGGER_FLAG, lo, hi, sign)
+        total = bos + m[:, None] * up + (j - 1 - m)[:, None] * down + own
+        worst = max(worst, float(total.max()))
+    allowance = 64 * (4 * d + 4 * j) * heads.UNIT_ROUNDOFF * (1 + float(np.abs(V).sum(axis=1).max())) * (j + 2)
+    return worst + allowance
+
+
+def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[int, float]:
+    """Per trigger position j, a bound over its whole query box; ``splits`` bisections (widest
+    coordinate) go to whichever sub-box of any j has the largest bound, so the work goes where
+    eta_up is decided. Each j's bound is the largest over its leaves."""
+    n = h.n
+    leaves = [(trigger_bound_box(h, j, -np.ones(n), np.ones(n)), j, -np.ones(n), np.ones(n)) for j in range(2, L)]
+    for _ in range(splits):
+        leaves.sort(key=lambda t: t[0], reverse=True)
+        _, j, lo, hi = leaves.pop(0)
+        k = int(np.argmax(hi - lo))
+        mid = (lo[k] + hi[k]) / 2
+        left_hi, right_lo = hi.copy(), lo.copy()
+        left_hi[k], right_lo[k] = mid, mid
+        leaves += [(trigger_bound_box(h, j, lo, left_hi), j, lo, left_hi),
+                   (trigger_bound_box(h, j, right_lo, hi), j, right_lo, hi)]
+    out: dict[int, float] = {}
+    for b, j, _, _ in leaves:
+        out[j] = max(out.get(j, b), b)
+    return out
+
+
+def eta_upper(h: heads.Head, L: int, sink_rows: list[dict], splits: int = TRIGGER_SPLITS) -> dict[str, Any]:
+    """eta_up and where it is attained (BOS query, a non-trigger query, or a trigger position)."""
+    V = [list(r) for r in h.V_exact]
+    parts = {"bos query": max(abs(V[r][task.BOS_FLAG]) for r in range(h.d))}
+    for row in sink_rows:
+        if row["case"] != "trigger":
+            parts[f"query {row['position']} {row['case']}"] = nontrigger_bound(h, row["certified"], row["case"] == "after")
+    for j, b in trigger_bounds(h, L, splits).items():
+        parts[f"trigger {j}"] = b
+    where = max(parts, key=parts.get)
+    return {"eta_up": float(parts[where]) * (1 + 2 ** -50), "attained_by": where,
+            "by_part": {k: float(v) for k, v in parts.items()}}
+
+
+# ----------------------------------------------------------------------------------------
+# eta_lo: a witness input, searched in float64 and replayed exactly.
+
+
+def forward_float(h: heads.Head, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Outputs and attention of the head on inputs X [B, L, d] (float64, for the search only)."""
+    M, V = h.M, h.V
+    S = np.einsum("bid,de,bke->bik", X, M, X)
+    L = X.shape[1]
+    mask = np.tril(np.ones((L, L), bool))
+    if h.kind == "softmax":
+        S = np.where(mask, S, -np.inf)
+        W = np.exp(S - S.max(axis=-1, keepdims=True))
+    else:
+        W = np.where(mask, 1 / (1 + np.exp(-S)), 0.0)
+    A = W / W.sum(axis=-1, keepdims=True)
+    return (A @ X) @ V.T, A
+
+
+def target_float(X: np.ndarray, j: int) -> np.ndarray:
+    Y = np.zeros_like(X)
+    Y[:, j] = X[:, 1:j + 1].mean(axis=1)
+    return Y
+
+
+def _sequences(contents: np.ndarray, j: int, d: int) -> np.ndarray:
+    """Inputs [B, L, d] from contents [B, L-1, n] with the trigger at j."""
+    B, Lm1, n = contents.shape
+    X = np.zeros((B, Lm1 + 1, d))
+    X[:, 0, task.BOS_FLAG] = 1
+    X[:, 1:, task.CONTENT_START:d - 1] = contents
+    X[:, 1:, task.content_flag(d)] = 1
+    X[:, j, task.content_flag(d)] = 0
+    X[:, j, task.TRIGGER_FLAG] = 1
+    return X
+
+
+def _errors(h: heads.Head, contents: np.ndarray, j: int) -> np.ndarray:
+    X = _sequences(contents, j, h.d)
+    out, _ = forward_float(h, X)
+    return np.abs(out - target_float(X, j)).max(axis=(1, 2))
+
+
+def _starts(h: heads.Head, L: int, j: int, rng, random: int) -> np.ndarray:
+    """Random vertex contents and, per coordinate r and sign, the contents that push the trigger's
+    error in that coordinate (keys at the sign of (V_r - e_r) / j on the content block)."""
+    n, d, V = h.n, h.d, h.V
+    C = slice(task.CONTENT_START, d - 1)
+    starts = [rng.choice([-1.0, 1.0], size=(L - 1, n)) for _ in range(random)]
+    for r in range(d):
+        row = (V[r, C] - (np.arange(task.CONTENT_START, d - 1) == r)) / j
+        for sign in (1.0, -1.0):
+            starts.append(np.tile(np.where(sign * row >= 0, 1.0, -1.0), (L - 1, 1)))
+    return np.array(starts)
+
+
+def _climb(h: heads.Head, L: int, j: int, best: np.ndarray, rounds: int) -> tuple[float, np.ndarray]:
+    """Greedy ascent by single content-sign flips from ``best`` [L-1, n]."""
+    n = h.n
+    current = float(_errors(h, best[None], j)[0])
+    idx = np.arange((L - 1) * n)
+    for _ in range(rounds):
+        flips = np.repeat(best.reshape(1, -1), len(idx), axis=0)
+        flips[idx, idx] *= -1
+        e = _errors(h, flips.reshape(-1, L - 1, n), j)
+        k = int(np.argmax(e))
+        if e[k] <= current:
+            break
+        current, best = float(e[k]), flips[k].reshape(L - 1, n)
+    return current, best
+
+
+def search_witness(h: heads.Head, L: int, seed: int = 0, random: int = 16, rounds: int = 8,
+                   positions: int = 3) -> tuple[float, np.ndarray, int]:
+    """The largest float error found: (error, contents [L-1, n], trigger position). Every trigger
+    position gets the starting pool; the ``positions`` best ones get the greedy ascent."""
+    rng = np.random.default_rng(seed)
+    pools = {}
+    for j in range(2, L):
+        pool = _starts(h, L, j, rng, random)
+        errs = _errors(h, pool, j)
+        pools[j] = (float(errs.max()), pool[int(np.argmax(errs))])
+    top = sorted(pools, key=lambda j: -pools[j][0])[:positions]
+    found = [(*_climb(h, L, j, pools[j][1], rounds), j) for j in top]
+    return max(found, key=lambda t: t[0])
+
+
+def eta_lower(net: reference.Network, h: heads.Head, L: int, seed: int = 0) -> dict[str, Any]:
+    """The best float witness over every trigger position, replayed exactly: eta_lo."""
+    err, contents, j = search_witness(h, L, seed)
+    X = task.make_sequence([heads.exact_vector(row) for row in contents], j)
+    Y, _ = replay.replay(net, X)
+    y = task.target(X, j)
+    worst, where = None, None
+    for i in range(L):
+        for r in range(h.d):
+            e = abs(Y[i][r] - replay.iv_number(y[i][r]))
+            if worst is None or e.a > worst.a:
+                worst, where = e, (i, r)
+    return {"eta_lo": replay.down(worst), "float_search": err, "trigger": j, "position": where[0], "coordinate": where[1],
+            "contents": contents.tolist()}

@@ -1,0 +1,193 @@
+"""A single head's BOS mass as a function of its query's content: the structure the certificates use.
+
+Scores are bilinear: s_ik = x_i^T M x_k with M = W_Q^T W_K (d x d, M[query feature, key
+feature]). A token is x(c) = e_f + P c: its flag f (BOS 0, trigger 1, content d-1) plus its
+content c in the box [-1, 1]^n, n = d - 3, placed on coordinates 2..d-2 (SPEC section 1).
+
+Query at position i with flag f and content c. Write g(c) = M^T x(c) (a d-vector, affine in c).
+Then the score of key k is g(c) . x_k and, for softmax,
+
+    a_i0 = 1 / (1 + sum_{k=1..i} exp(s_ik - s_i0)),   s_i0 = g_0(c)    (BOS is fixed).
+
+For fixed c every key other than the query itself varies independently in its own box, so each
+term is maximised on its own, in closed form: max over c_k in [-1, 1]^n of g(c) . x(c_k) is
+g_{flag_k}(c) + ||g_C(c)||_1 (the support function of the box; attained at c_k = sign g_C(c)),
+and its minimum is g_{flag_k}(c) - ||g_C(c)||_1. The query's own key is x(c) itself:
+x(c)^T M x(c), a quadratic in c. So the worst case over ALL inputs reduces to the query's
+content alone, through exponent functions of the form
+
+    E(c) = a + p . c + c^T S c + s * ||b + K c||_1,      s in {-1, 0, +1},
+
+with b_r = M[f, C_r], K[r, k] = M[C_k, C_r] (C_k = 2 + k, the k-th content coordinate) shared by
+every key of one query (``Exponent``; ``query_terms`` builds them; ``tests/test_certify.py``
+checks the closed form against sampled and enumerated keys).
+
+Exact inputs: the weights are Fractions (a float is a dyadic rational), M and V = W_O W_V are
+formed exactly and only then rounded to float64; the rounding and every later float operation
+are covered by ``slack`` (a-priori bound gamma_N * magnitude, Higham, Accuracy and Stability of
+Numerical Algorithms, Thm 3.1 / Lemma 3.1, with a factor 64 of room).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+
+from constructions import reference, task
+from constructions.errors import BadInput
+
+UNIT_ROUNDOFF = 2.0 ** -53
+KINDS = ("softmax", "sigmoid_norm")  # normalised kinds: rows on the simplex
+
+
+def exact(v: Any) -> Fraction:
+    """A weight as an exact Fraction (floats are dyadic rationals); NaN / inf are bad input."""
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, bool):
+        raise BadInput(f"weight {v!r} is not a number")
+    try:
+        return Fraction(v)
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"weight {v!r} is not a finite number") from None
+
+
+def _exact_matrix(rows: Sequence[Sequence[Any]]) -> list[list[Fraction]]:
+    return [[exact(v) for v in row] for row in rows]
+
+
+def _matmul(A: list[list[Fraction]], B: list[list[Fraction]]) -> list[list[Fraction]]:
+    cols = list(zip(*B))
+    return [[sum((a * b for a, b in zip(row, col)), Fraction(0)) for col in cols] for row in A]
+
+
+def _transpose(A: list[list[Fraction]]) -> list[list[Fraction]]:
+    return [list(r) for r in zip(*A)]
+
+
+@dataclass(frozen=True)
+class Head:
+    """One head of one layer: its score form M and value map V, exact and as float64."""
+
+    kind: str
+    d: int
+    M_exact: tuple[tuple[Fraction, ...], ...]
+    V_exact: tuple[tuple[Fraction, ...], ...]
+
+    @property
+    def n(self) -> int:
+        return self.d - 3
+
+    @property
+    def M(self) -> np.ndarray:
+        return np.array([[float(v) for v in row] for row in self.M_exact])
+
+    @property
+    def V(self) -> np.ndarray:
+        return np.array([[float(v) for v in row] for row in self.V_exact])
+
+
+def head_maps(net: reference.Network, layer: int = 0, head: int = 0) -> Head:
+    """M = W_Q^T W_K and V = W_O[:, block h] W_V of head ``head`` of layer ``layer``, exactly."""
+    L = net.layers[layer]
+    d = net.d
+    WQ, WK, WV = (_exact_matrix(getattr(L, name)[head]) for name in ("W_Q", "W_K", "W_V"))
+    WO = [[exact(v) for v in row[head * d:(head + 1) * d]] for row in L.W_O]
+    M = _matmul(_transpose(WQ), WK)
+    V = _matmul(WO, WV)
+    return Head(net.kind, d, tuple(map(tuple, M)), tuple(map(tuple, V)))
+
+
+def check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise BadInput(f"certification needs attention rows on the simplex (kinds {', '.join(KINDS)}); "
+                       f"got {kind!r}")
+
+
+# ----------------------------------------------------------------------------------------
+# Exponent functions of the query content.
+
+
+@dataclass(frozen=True)
+class Exponent:
+    """E(c) = a + p . c + c^T S c + s * sum_r w_r |b_r + K_r c| (S symmetric; b, K shared per
+    query; the weights w >= 0 are all 1 for the task's content box, a key's radii in a stack)."""
+
+    a: float
+    p: np.ndarray  # [n]
+    S: np.ndarray  # [n, n] symmetric
+    s: int  # -1, 0 or +1
+    b: np.ndarray  # [R]
+    K: np.ndarray  # [R, n]: K[r, k]
+    w: np.ndarray | None = None  # [R], None: all ones
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.ones(len(self.b)) if self.w is None else self.w
+
+    def magnitude(self) -> float:
+        """An upper bound on |every partial sum| met while evaluating E on [-1, 1]^n."""
+        return float(abs(self.a) + np.abs(self.p).sum() + np.abs(self.S).sum()
+                     + abs(self.s) * (self.weights @ (np.abs(self.b) + np.abs(self.K).sum(axis=1))))
+
+    def slack(self) -> float:
+        """Rounding allowance for float64 bounds of E on the box: 64 gamma_N (magnitude + 1),
+        N = 4 (n + 3)^2 operations at most along any path, plus the rounding of M itself."""
+        N = 4 * (len(self.p) + 3) ** 2 + 16
+        return 64 * N * UNIT_ROUNDOFF * (self.magnitude() + 1)
+
+    def negated(self) -> "Exponent":
+        return Exponent(-self.a, -self.p, -self.S, -self.s, self.b, self.K, self.w)
+
+    def value(self, c: np.ndarray) -> np.ndarray:
+        """E at points c [N, n] (float64)."""
+        quad = np.einsum("ni,ij,nj->n", c, self.S, c)
+        return self.a + c @ self.p + quad + self.s * np.abs(self.b + c @ self.K.T) @ self.weights
+
+
+def _content(d: int) -> list[int]:
+    return list(range(task.CONTENT_START, d - 1))
+
+
+def score_exponent(M: np.ndarray, f: int, key_flag: int | None, s: int, relative_to_bos: bool = True,
+                   relative_to: int | None = None) -> Exponent:
+    """Exponent of a key's score (minus the BOS score when ``relative_to_bos``) for a query with
+    flag ``f``: ``key_flag`` None is the query's own key; otherwise a key of that flag whose content
+    is chosen to maximise (s = +1) or minimise (s = -1) the score. ``relative_to`` subtracts the
+    score of another flag's content-free part instead of BOS's (softmax is shift-invariant)."""
+    d = M.shape[0]
+    C = _content(d)
+    b = M[f, C].copy()
+    K = M[np.ix_(C, C)].T.copy()  # K[r, k] = M[C_k, C_r]
+    ref = relative_to if relative_to is not None else (task.BOS_FLAG if relative_to_bos else None)
+    a0 = M[f, ref] if ref is not None else 0.0
+    p0 = M[C, ref] if ref is not None else np.zeros(len(C))
+    if key_flag is None:
+        S = (M[np.ix_(C, C)] + M[np.ix_(C, C)].T) / 2
+        return Exponent(M[f, f] - a0, M[f, C] + M[C, f] - p0, S, 0, b, K)
+    return Exponent(M[f, key_flag] - a0, M[C, key_flag] - p0, np.zeros((len(C), len(C))), s, b, K)
+
+
+def bos_exponent(M: np.ndarray, f: int) -> Exponent:
+    """The BOS score g_0(c) itself (affine)."""
+    d = M.shape[0]
+    C = _content(d)
+    n = len(C)
+    return Exponent(M[f, task.BOS_FLAG], M[C, task.BOS_FLAG].copy(), np.zeros((n, n)), 0, np.zeros(n), np.zeros((n, n)))
+
+
+def key_argmax(M: np.ndarray, f: int, c: np.ndarray, s: int) -> np.ndarray:
+    """The content of a key that maximises (s = +1) or minimises (s = -1) its score against the
+    query (flag f, content c): s * sign(g_C(c)) (ties to +s)."""
+    d = M.shape[0]
+    C = _content(d)
+    g = M[f, C] + M[np.ix_(C, C)].T @ c
+    return np.where(g >= 0, float(s), float(-s))
+
+
+def exact_vector(values) -> list[Fraction]:
+    """A float vector as exact Fractions (the witness inputs are exactly these numbers)."""
+    return [exact(float(v)) for v in values]

@@ -1,0 +1,76 @@
+"""Witness inputs replayed through the exact evaluator (``constructions.reference``) in mpmath
+interval arithmetic: every weight and input is an exact rational enclosed by a point interval,
+exp / sigmoid are mpmath's rigorous interval functions, so each replayed figure is an interval
+that certainly contains the true value at that input."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Sequence
+
+from constructions import attention, reference
+
+from .heads import exact
+
+
+def iv_number(v: Any):
+    from mpmath import iv
+
+    q = exact(v)
+    return iv.mpf(q.numerator) / q.denominator
+
+
+def iv_ops() -> attention.Ops:
+    from mpmath import iv
+
+    return attention.Ops("interval", iv.mpf(0), iv.mpf(1), exp=iv.exp,
+                         relu=lambda x: x if x > 0 else iv.mpf(0) if x < 0 else iv.mpf([0, max(x.b, 0)]),
+                         sigmoid=lambda x: 1 / (1 + iv.exp(-x)))
+
+
+def _iv_matrix(M):
+    return tuple(tuple(iv_number(v) for v in row) for row in M)
+
+
+def iv_network(net: reference.Network) -> reference.Network:
+    layers = tuple(reference.Layer(tuple(map(_iv_matrix, L.W_Q)), tuple(map(_iv_matrix, L.W_K)),
+                                   tuple(map(_iv_matrix, L.W_V)), _iv_matrix(L.W_O),
+                                   tuple({k: (tuple(map(iv_number, v)) if isinstance(v, (list, tuple)) else iv_number(v))
+                                          for k, v in e.items()} for e in L.extras))
+                   for L in net.layers)
+    return reference.Network(net.kind, layers, net.residual)
+
+
+def replay(net: reference.Network, X: Sequence[Sequence[Any]], ivnet: reference.Network | None = None):
+    """(outputs, patterns) of ``net`` on the exact sequence ``X``, as mpmath intervals."""
+    rows = [[iv_number(v) for v in row] for row in X]
+    return reference.forward(ivnet or iv_network(net), rows, iv_ops())
+
+
+def down(x) -> float:
+    """The largest float <= the interval ``x`` (its lower end rounded toward -inf).
+
+    ``float()`` of an interval end rounds one way only, so with more than 53 bits in the
+    interval context one of the two ends lands on the wrong side; a certificate must never."""
+    import math
+
+    from mpmath import iv
+
+    lo = x.a if hasattr(x, "a") else iv.mpf(x)
+    f = float(lo)
+    return f if iv.mpf(f) <= lo else math.nextafter(f, -math.inf)
+
+
+def up(x) -> float:
+    """The smallest float >= the interval ``x`` (its upper end rounded toward +inf)."""
+    import math
+
+    from mpmath import iv
+
+    hi = x.b if hasattr(x, "b") else iv.mpf(x)
+    f = float(hi)
+    return f if iv.mpf(f) >= hi else math.nextafter(f, math.inf)
+
+
+def to_fractions(values) -> list[Fraction]:
+    return [exact(float(v)) for v in values]

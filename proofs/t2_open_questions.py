@@ -1,0 +1,128 @@
+"""What T2 leaves: the questions of the trust issue, each a registered statement.
+
+(a) ``t2_sink_at_some_query`` (refuted). "For every H >= 2 and L >= 4, a softmax layer of H heads
+    with worst-case error eta has some head whose BOS mass at some query i >= 1 (the trigger
+    included) tends to 1 as eta -> 0." Counterexample: ``cancelling_heads.build_interpolating``.
+    At L = 4 two heads (rho = (1, 6), W_O = [12/5 I, -12/5 I]) solve the task with error exactly
+    0, and no head puts more than 3/4 on BOS at any query i >= 1. At L = 5, four heads
+    (rho = 1..4) do, with at most 2/3. Checked: exact evaluator, symbolic contents, every j.
+(a') ``t2_two_heads_sink_at_some_query`` (unknown). The same with H = 2 and L >= 5. Checked:
+    in the family of those constructions (uniform rows off the trigger, BOS-only trigger
+    scores, values n_h (I - E[BOS, BOS])) two heads cannot be exact at L = 5:
+    n (rho_2 - rho_1) x = (x + rho_1)(x + rho_2) cannot hold at x = 2, 3, 4 (a monic quadratic
+    with three roots). So within that family error -> 0 needs rho -> oo in one head (a sink at
+    the trigger); outside it, nothing is proved and no counterexample is known.
+(b) ``t2_one_head_per_layer`` (unknown). "With one softmax head per layer and N >= 2 residual
+    layers, some head's BOS mass at some non-trigger query tends to 1 as eta -> 0." Tried: see
+    proofs/README.md (an optimiser over 2 x 1 weights with the non-trigger BOS mass capped;
+    the cancelling idea needs two heads in one layer, since a later layer sees the stream
+    changed by the earlier one). Neither proof nor counterexample.
+(c) ``t1_one_residual_layer`` (proved, cites T1). What of T1 survives for one head per layer:
+    with N = 1 the residual connection changes nothing, since the residual error x_i + o_i -
+    (x_i + y_i) equals the non-residual error o_i - y_i of the same head (exact evaluator,
+    generic symbolic head). So T1(a), (b), (c) hold verbatim for one residual layer. For N >= 2
+    the model's output is no single head's output, and T1's argument does not transfer: that
+    is question (b).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from constructions import cancelling_heads, reference, task
+
+from .algebra import is_zero
+from .bos_query_sees_only_bos import generic_head, symbolic_sequence
+from .verdict import Evidence, Verdict, timed
+
+LENGTHS = (4, 5)  # the interpolating heads checked with symbolic contents
+RESIDUAL_CITES = ("t1_single_layer_sink",)  # (c) rests on T1
+
+
+def _contents_sequence(L: int, j: int) -> list[list[sympy.Expr]]:
+    contents = [[sympy.Symbol(f"c{p}", real=True)] for p in range(1, L)]
+    return task.make_sequence(contents, j, sympy.Integer(0), sympy.Integer(1))
+
+
+def _check_interpolating(ev: Evidence, L: int) -> sympy.Expr:
+    """Zero error for symbolic contents at every j; returns the largest BOS mass at queries >= 1."""
+    net = cancelling_heads.build_interpolating(4, L)
+    largest, exact = sympy.Integer(0), True
+    for j in range(2, L):
+        X = _contents_sequence(L, j)
+        Y, patterns = reference.forward(net, X, "sympy")
+        exact = exact and all(is_zero(y - t) for yr, tr in zip(Y, task.target(X, j)) for y, t in zip(yr, tr))
+        largest = max([largest] + [sympy.nsimplify(P[i][0]) for P in patterns[0] for i in range(1, L)])
+    heads = net.layers[0].heads
+    ev.step(exact and largest < 1, f"L={L}: {heads} heads, error exactly 0 at every position for symbolic contents "
+                                   f"and every j; largest BOS mass at any query i >= 1 (trigger included): {largest}")
+    return largest
+
+
+def check_some_query() -> Verdict:
+    def body(ev: Evidence) -> None:
+        largest = {L: _check_interpolating(ev, L) for L in LENGTHS}
+        if not ev.failures:
+            ev.refute(f"cancelling_heads.build_interpolating(4, 4): two softmax heads, error 0 on every input of "
+                      f"length 4 (eta = 0), every head's BOS mass at every query i >= 1 <= {largest[4]}; at L = 5 "
+                      f"four heads, <= {largest[5]}")
+        ev.case("d = 4, L = 4 (two heads) and L = 5 (four heads), symbolic contents, every trigger position")
+
+    return timed("t2_sink_at_some_query", "(a) for every H >= 2 and L >= 4, a softmax layer of H heads with worst-case "
+                 "error eta has some head whose BOS mass at some query i >= 1 (the trigger included) tends to 1 as "
+                 "eta -> 0", body)
+
+
+def check_two_heads() -> Verdict:
+    def body(ev: Evidence) -> None:
+        n, r1, r2, x = sympy.symbols("n rho_1 rho_2 x", real=True)
+        gap = n / (r1 + x) - n / (r2 + x) - 1 / x  # the pair's trigger factor minus the target's
+        numerator = sympy.expand(sympy.numer(sympy.together(gap)) * -1)
+        poly = sympy.Poly(numerator, x)
+        ev.step(poly.degree() == 2 and poly.LC() == 1,
+                "family lemma: two heads n/(rho_1 + x) - n/(rho_2 + x) = 1/x at x = j needs the monic quadratic "
+                f"{sympy.factor(numerator)} to vanish there; it has at most two roots, so no exact pair at L >= 5")
+        ev.step(False, "outside that family (value maps that differ per head, content-dependent scores) nothing is "
+                       "proved, and no counterexample is known; the unrestricted z3 search (proofs/smt/multihead.py "
+                       "two_heads_capped, QF_NRA) answers unknown (hard-killed at 120 s) at K = 2, lengths 3 and 4")
+        ev.case("H = 2, L >= 5; the family of cancelling_heads (uniform rows off the trigger)")
+
+    return timed("t2_two_heads_sink_at_some_query", "(a') a softmax layer of two heads with worst-case error eta at "
+                 "L >= 5 has some head whose BOS mass at some query i >= 1 tends to 1 as eta -> 0", body)
+
+
+def check_one_head_per_layer() -> Verdict:
+    def body(ev: Evidence) -> None:
+        ev.note("T1's argument needs the head's output to be the model's output; with N >= 2 residual layers "
+                "the first layer's head feeds the second, and the cancelling constructions need two heads "
+                "reading the same stream (see proofs/README.md for what was tried)")
+        ev.case("one softmax head per layer, N >= 2 residual layers")
+
+    return timed("t2_one_head_per_layer", "(b) with one softmax head per layer and N >= 2 residual layers, some head's "
+                 "BOS mass at some non-trigger query tends to 1 as the worst-case error eta -> 0", body)
+
+
+def check_one_residual_layer() -> Verdict:
+    def body(ev: Evidence) -> None:
+        net, _ = generic_head(4)
+        res = reference.Network(net.kind, net.layers, residual=True)
+        for j in (2, 3):
+            X = symbolic_sequence(4, 4, j)
+            Y, _ = reference.forward(net, X, "sympy")
+            R, _ = reference.forward(res, X, "sympy")
+            same = all(is_zero((r - t_res) - (y - t)) for rr, yr, trr, tr in
+                       zip(R, Y, task.target(X, j, True), task.target(X, j)) for r, y, t_res, t in zip(rr, yr, trr, tr))
+            ev.step(same, f"generic symbolic head, j={j}: residual error x + o - (x + y) equals the non-residual error o - y")
+        ev.note("so every bound T1 proves from the error of the single-layer task holds for one residual layer")
+        ev.case("one softmax head, one residual layer, d >= 4: T1(a) for L >= 4, T1(b) for L >= 5, T1(c)")
+
+    return timed("t1_one_residual_layer", "(c) one softmax head in one residual layer: T1(a), (b), (c) hold verbatim "
+                 "(the residual error equals the non-residual error of the same head)", body, cites=RESIDUAL_CITES)
+
+
+STATEMENTS = (
+    ("t2_sink_at_some_query", check_some_query, ()),
+    ("t2_two_heads_sink_at_some_query", check_two_heads, ()),
+    ("t2_one_head_per_layer", check_one_head_per_layer, ()),
+    ("t1_one_residual_layer", check_one_residual_layer, RESIDUAL_CITES),
+)

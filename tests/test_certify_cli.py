@@ -1,0 +1,159 @@
+"""``sinks certify``: every weight format loads and certifies; bad files exit 2 with no output."""
+
+import json
+import math
+import pickle
+
+import numpy as np
+
+from constructions import softmax_head
+from empirical import cli, weights
+from empirical.construction_check import network_arrays, write_network_json, write_network_npz
+
+D, L, BETA = 5, 6, 3
+
+
+def certify(capsys, *args):
+    code = cli.main(["certify", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def family_min(L=L):
+    e = math.exp(BETA)
+    return e / (e + L - 1)
+
+
+def read(out_dir):
+    return json.loads((out_dir / "certify.json").read_text())
+
+
+def test_project_json_certifies_to_the_closed_form(tmp_path, capsys):
+    path = write_network_json(tmp_path / "w.json", softmax_head.build(D, BETA))
+    code, out, err = certify(capsys, str(path), "--L", str(L), "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    cert = read(tmp_path / "o")["results"][0]["certificate"]
+    assert abs(cert["min_bos_nontrigger"] - family_min()) <= 1e-10
+    assert abs(cert["eta"]["eta_up"] - float(softmax_head.max_error(BETA, L))) <= 1e-9
+    assert "T1 at eta_up" in out and (tmp_path / "o" / "certify.png").read_bytes()[:4] == b"\x89PNG"
+    res = read(tmp_path / "o")["results"][0]
+    assert res["measured"]["sequences"] == 1000 and len(res["table"]) == len(
+        [q for q in cert["queries"] if q["case"] != "trigger"])
+    assert "versions" in read(tmp_path / "o")["provenance"]
+
+
+def test_npz_and_safetensors_load_the_same_network(tmp_path):
+    from safetensors.numpy import save_file
+
+    net = softmax_head.build(D, BETA)
+    npz = write_network_npz(tmp_path / "w.npz", net)
+    arrays = {k: v for k, v in network_arrays(net).items() if k.startswith("L")}
+    save_file(arrays, str(tmp_path / "w.safetensors"), metadata={"kind": "softmax", "residual": "false"})
+    a = weights.load(npz)[0].network
+    b = weights.load(tmp_path / "w.safetensors")[0].network
+    assert a == b and a.kind == "softmax" and not a.residual
+    assert a.layers[0].W_Q == net.layers[0].W_Q
+
+
+def paper_single(net):
+    import torch
+
+    layer = net.layers[0]
+    t = lambda m: torch.tensor([[float(v) for v in row] for row in m], dtype=torch.float32)  # noqa: E731
+    return {"W_Q.weight": t(layer.W_Q[0]), "W_K.weight": t(layer.W_K[0]), "W_V.weight": t(layer.W_V[0]),
+            "W_O.weight": t(layer.W_O)}
+
+
+def test_paper_single_head_state_dict_certifies(tmp_path, capsys):
+    import torch
+
+    torch.save(paper_single(softmax_head.build(D, BETA)), tmp_path / "model.pt")
+    code, out, err = certify(capsys, str(tmp_path / "model.pt"), "--L", str(L), "--no-measure", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    cert = read(tmp_path / "o")["results"][0]["certificate"]
+    assert cert["type"] == "single head" and abs(cert["min_bos_nontrigger"] - family_min()) <= 1e-10
+
+
+def test_paper_multi_layer_state_dict_splits_heads_by_rows(tmp_path, capsys):
+    import torch
+
+    d, H = 4, 2
+    g = torch.Generator().manual_seed(0)
+    state = {}
+    for l in range(2):
+        for name in ("W_Q", "W_K", "W_V"):
+            state[f"layers.{l}.{name}.weight"] = torch.randn(H * d, d, generator=g) * 0.5
+        state[f"layers.{l}.W_O.weight"] = torch.randn(d, H * d, generator=g) * 0.5
+    torch.save(state, tmp_path / "stack.pt")
+    net = weights.load(tmp_path / "stack.pt")[0].network
+    assert net.residual and len(net.layers) == 2 and net.layers[0].heads == H
+    W = state["layers.1.W_K.weight"].double()
+    assert [[float(v) for v in row] for row in net.layers[1].W_K[1]] == W[d:2 * d].tolist()  # head 1 = rows d..2d-1
+    code, out, err = certify(capsys, str(tmp_path / "stack.pt"), "--L", "5", "--no-measure", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    heads = read(tmp_path / "o")["results"][0]["certificate"]["heads"]
+    assert len(heads) == 4 and "non-vacuous heads" in out
+
+
+def test_training_summary_certifies_each_seed(tmp_path, capsys):
+    from empirical.model import AttentionModel
+
+    model = AttentionModel("softmax", D, ensemble=2, seeds=[3, 4])
+    summary = {"config": {"seeds": [3, 4]}, "weights": weights.model_weights(model)}
+    (tmp_path / "s.json").write_text(json.dumps(summary))
+    loaded = weights.load(tmp_path / "s.json")
+    assert [x.label for x in loaded] == ["seed 3", "seed 4"]
+    assert [float(v) for v in loaded[1].network.layers[0].W_V[0][0]] == model.layers[0].W_V[1, 0, 0].double().tolist()
+    code, out, err = certify(capsys, str(tmp_path / "s.json"), "--seeds", "4", "--L", str(L), "--no-measure",
+                             "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert "== seed 4" in out and "== seed 3" not in out
+    code, _, err = certify(capsys, str(tmp_path / "s.json"), "--seeds", "9", "--out", str(tmp_path / "p"))
+    assert code == 2 and "seed(s) [9]" in err and not (tmp_path / "p").exists()
+
+
+class NotWeights:
+    pass
+
+
+def bad_files(tmp_path):
+    import torch
+
+    good = paper_single(softmax_head.build(D, BETA))
+    files = {}
+    files["shape.pt"] = {**good, "W_K.weight": torch.zeros(D, D + 1)}
+    files["nan.pt"] = {**good, "W_V.weight": torch.full((D, D), float("nan"))}
+    files["unknown.pt"] = {**good, "extra.weight": torch.zeros(D, D)}
+    for name, state in files.items():
+        torch.save(state, tmp_path / name)
+    torch.save({"model": NotWeights()}, tmp_path / "pickle.pt")
+    (tmp_path / "raw.pt").write_bytes(pickle.dumps(NotWeights()))
+    np.savez(tmp_path / "obj.npz", L0=np.array([object()], dtype=object))
+    np.savez(tmp_path / "keys.npz", **{"L0.W_Q": np.zeros((1, D, D)), "junk": np.zeros(3)})
+    (tmp_path / "w.txt").write_text("1 2 3")
+    (tmp_path / "bad.json").write_text("{not json")
+    return {"shape.pt": "shape", "nan.pt": "NaN", "unknown.pt": "unknown key", "pickle.pt": "weights-only",
+            "raw.pt": "weights-only", "obj.npz": "pickle", "keys.npz": "unknown key", "w.txt": "unknown weight format",
+            "bad.json": "malformed JSON"}
+
+
+def test_bad_files_exit_2_with_one_line_and_no_output(tmp_path, capsys):
+    expected = bad_files(tmp_path)
+    for name, words in expected.items():
+        out_dir = tmp_path / f"out-{name}"
+        code, out, err = certify(capsys, str(tmp_path / name), "--out", str(out_dir))
+        assert code == 2, (name, err)
+        assert len(err.strip().splitlines()) == 1 and words in err, (name, err)
+        assert not out_dir.exists(), name
+
+
+def test_relu_head_is_certified_sink_free_and_unsupported_kinds_are_bad_input(tmp_path, capsys):
+    from constructions import abstaining_heads, relu_head
+
+    path = write_network_json(tmp_path / "relu.json", relu_head.build(D))
+    code, out, err = certify(capsys, str(path), "--L", str(L), "--no-measure", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert read(tmp_path / "o")["results"][0]["certificate"]["max_bos_weight"] == 0.0
+    path = write_network_json(tmp_path / "s1.json", abstaining_heads.build_softmax1(D, 4))
+    code, _, err = certify(capsys, str(path), "--L", str(L), "--out", str(tmp_path / "p"))
+    assert code == 2 and "on the simplex" in err and not (tmp_path / "p").exists()

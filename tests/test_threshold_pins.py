@@ -1,0 +1,88 @@
+"""Every numeric threshold that decides a verdict is pinned: each test fails when its threshold
+is loosened or tightened by a factor of 2 (values placed at 0.7x and 1.5x of the threshold, or
+between it and its half / double). The SMT replay and margin thresholds are pinned in the SMT
+tests."""
+
+import pytest
+import torch
+
+from empirical import bound, metrics
+from empirical.parts import constructions as part
+
+
+def _pattern_with_alpha0(alpha0: float, L: int = 4) -> torch.Tensor:
+    """One head [1, 1, L, L] whose Gu score alpha_0 (mean over queries of a_i0) is ``alpha0``:
+    a_00 = 1 and a_i0 = x at queries 1..L-1, the rest uniform on the other keys."""
+    x = (alpha0 * L - 1) / (L - 1)
+    P = torch.zeros(L, L, dtype=torch.float64)
+    P[0, 0] = 1
+    for i in range(1, L):
+        P[i, 0] = x
+        P[i, 1:i + 1] = (1 - x) / i
+    return P.reshape(1, 1, L, L)
+
+
+@pytest.mark.parametrize("alpha0, sinks, strict", [
+    (0.2, False, False),   # above GU_EPS / 2 = 0.15: would sink if GU_EPS were halved
+    (0.45, True, False),   # below 2 GU_EPS = 0.6: would not sink if GU_EPS were doubled
+    (0.5, True, False),    # above GU_EPS_STRICT / 2 = 0.4: strict sink if it were halved
+    (0.9, True, True),     # strict sink; doubling 0.8 puts it out of reach
+])
+def test_gu_sink_thresholds(alpha0, sinks, strict):
+    assert (metrics.GU_EPS, metrics.GU_EPS_STRICT) == (0.3, 0.8)
+    report = metrics.head_report(_pattern_with_alpha0(alpha0), torch.tensor([2]))
+    assert report["gu_alpha0"].item() == pytest.approx(alpha0)
+    assert bool(report["sinks_gu"].item()) is sinks
+    assert bool(report["sinks_gu_strict"].item()) is strict
+
+
+def _bound_result(slack: float) -> dict:
+    measured = torch.tensor([[0.9]], dtype=torch.float64)
+    zeros = torch.zeros_like(measured)
+    return {"measured": measured, "bound": measured - slack, "delta_lower": zeros, "delta_upper": zeros,
+            "output_norm": zeros, "bos_image_norm": zeros}
+
+
+def test_certified_bound_violation_tolerance():
+    tol = bound.VIOLATION_TOL
+    assert bound.summarise(_bound_result(-1.5 * tol))["violations"].item() == 1  # counted at tol, not at 2 tol
+    assert bound.summarise(_bound_result(-0.7 * tol))["violations"].item() == 0  # not counted at tol, counted at tol/2
+    assert tol == 1e-9
+
+
+def _record(construction: str, error: float, bound_value: float, bos: float = 0.0, bos_off: float = 0.5) -> dict:
+    return {"construction": construction, "max_abs_error": error, "closed_form_bound": bound_value,
+            "max_bos_weight": bos, "max_bos_weight_off_trigger": bos_off}
+
+
+def test_relu_float_tolerance():
+    tol = part.RELU_FLOAT_TOL
+    assert part.float_checks_pass([_record("relu", 0.7 * tol, 0.0)])[0]
+    assert not part.float_checks_pass([_record("relu", 1.5 * tol, 0.0)])[0]
+    assert tol == 1e-12
+
+
+def test_softmax_bound_relative_tolerance():
+    tol, b = part.BOUND_REL_TOL, 1e-3
+    for name in ("softmax beta=10", "cancelling beta=10"):
+        assert part.float_checks_pass([_record(name, b * (1 + 0.7 * tol), b)])[1]
+        assert not part.float_checks_pass([_record(name, b * (1 + 1.5 * tol), b)])[1]
+    assert tol == 1e-9
+
+
+def test_cancelling_off_trigger_bos_cap_is_the_claimed_half():
+    assert part.float_checks_pass([_record("cancelling beta=10", 0.0, 1.0, bos_off=0.5)])[2]
+    assert not part.float_checks_pass([_record("cancelling beta=10", 0.0, 1.0, bos_off=0.5 + 1e-9)])[2]
+
+
+def test_sink_mass_level_is_pinned():
+    """SINK_MASS (0.99) decides "a head sinks" in the T1 claims, observed and certified. Pinned
+    on its gap 1 - level: a mass 1.5 gaps below 1 must not count (it would at a gap twice as
+    wide), a mass 0.7 gaps below 1 must count (it would not at a gap half as wide)."""
+    from empirical.certify_parts import sink_verdict
+    from empirical.metrics import SINK_MASS
+
+    gap = 1 - SINK_MASS
+    assert sink_verdict([1 - 0.7 * gap], [1.0]) == "verified exactly"
+    assert sink_verdict([1 - 1.5 * gap], [1.0]) == "unknown"  # the certificate cannot decide
+    assert sink_verdict([1 - 1.5 * gap], [1 - 1.2 * gap]) == "refuted"  # a replayed witness below the level

@@ -1,0 +1,144 @@
+"""The training part's scheduling: seed groups planned longest-first over the workers, members
+identical whatever their group, and the whole part end to end at tiny caps (split groups merged,
+capped members reported as not converged, mean +- std tables, resumable)."""
+
+import dataclasses
+import json
+
+import pytest
+
+from empirical import reproduce, seed_groups
+from empirical import train as T
+from empirical.parts import training as part
+
+from test_train import assert_same_numbers
+
+SMALL = dict(d=6, L=6, eval_trigger=3, lr=3e-3, eval_sequences=20, log_every=10)
+
+
+def test_plan_covers_every_seed_once_longest_first_and_splits_only_when_it_pays():
+    for workers in (1, 2, 3):
+        groups, makespan = seed_groups.plan(part.DEFAULT_RUNS, workers, part.expected_steps)
+        for r in part.DEFAULT_RUNS:
+            seeds = sorted(s for g in groups if g.run == r for s in g.seeds)
+            assert seeds == list(r.seeds)
+        costs = [g.cost for g in groups]
+        assert costs == sorted(costs, reverse=True)
+        unsplit = [seed_groups.Group(r, r.seeds, part.expected_steps(r)) for r in part.DEFAULT_RUNS]
+        assert makespan <= seed_groups.schedule(unsplit, workers)[1]
+        if workers == 1:
+            assert len(groups) == len(part.DEFAULT_RUNS)  # one core: splitting only adds overhead
+    groups, _ = seed_groups.plan(part.DEFAULT_RUNS, 2, part.expected_steps)
+    longest = groups[0]
+    assert (longest.run.kind, longest.run.layers) == ("softmax", 4) and len(longest.seeds) < 5  # split over both
+    assert seed_groups.plan(part.DEFAULT_RUNS, 2, part.expected_steps)[0] == groups  # deterministic: same run ids
+
+
+def test_split_cuts_contiguous_near_equal_groups():
+    assert seed_groups.split((0, 1, 2, 3, 4), 2) == [(0, 1, 2), (3, 4)]
+    assert seed_groups.split((0, 1, 2, 3, 4), 3) == [(0, 1), (2, 3), (4,)]
+    assert seed_groups.split((7,), 2) == [(7,)]
+
+
+def _member_view(summary, n):
+    return json.loads(json.dumps([summary["members"][n], summary["patterns"]["mean"][n]]))
+
+
+def test_a_member_has_the_numbers_of_the_single_run_of_its_seed_in_any_group():
+    cfg = T.TrainConfig(kind="softmax", layers=2, heads=2, seeds=(0, 1, 2), max_steps=25, **SMALL)
+    whole = T.train(cfg, quiet=True)
+    groups = [T.train(dataclasses.replace(cfg, seeds=g), quiet=True) for g in ((0, 1), (2,))]
+    merged = seed_groups.merge(groups, (0, 1, 2))
+    alone = T.train(dataclasses.replace(cfg, seeds=(2,)), quiet=True)
+    # Members do not interact; ensembles of different sizes may round differently in the last bit
+    # (on this CPU they agree bit for bit over these steps), hence 1e-6.
+    for n in range(3):
+        assert_same_numbers(_member_view(merged, n), _member_view(whole, n), rel=1e-6)
+    assert_same_numbers(_member_view(alone, 0), _member_view(whole, 2), rel=1e-6)
+    assert_same_numbers(merged["weights"], whole["weights"], rel=1e-6)  # certify reads these
+    assert [h["step"] for h in merged["history"]] == [h["step"] for h in whole["history"]]
+    assert_same_numbers([h["loss"] for h in merged["history"]], [h["loss"] for h in whole["history"]], rel=1e-6)
+
+
+def _untimed(part_output):
+    """The part's tables without their wall-time columns (a measurement, not a result)."""
+    tables = reproduce.plain(part_output)["tables"]
+    keep = [[i for i, c in enumerate(t["columns"]) if c != "seconds"] for t in tables]
+    return [{**t, "rows": [[row[i] for i in k] for row in t["rows"]]} for t, k in zip(tables, keep)]
+
+
+def test_training_part_end_to_end_at_tiny_caps(tmp_path):
+    runs = (part.Run("softmax", 1, 1, (0, 1, 2), 30), part.Run("relu", 2, 2, (0, 1), 12))
+    out = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=2, **SMALL)
+    claims, tables, details = reproduce.validate_output(reproduce.plain(out))
+    assert len(details["plan"]["jobs"]) >= 2
+    steps_cells = [row[2] for row in tables[0]["rows"]]
+    assert "not converged at the cap 30: seed(s) 0, 1, 2" in steps_cells[0]
+    assert "not converged at the cap 12: seed(s) 0, 1" in steps_cells[1]
+    assert "±" in tables[0]["rows"][0][4] and all("±" in row[2] for row in tables[1]["rows"])
+    assert len(tables[1]["rows"]) == 1 + 4  # one head + a 2 x 2 stack
+    assert {c["verdict"] for c in claims} <= {"unknown", "observed", "refuted", "verified numerically"}
+    assert not any(c["verdict"] == "observed" and "1-layer" in c["claim"] for c in claims)
+    assert details["runs"]["softmax-1x1"]["seeds"] == [0, 1, 2]
+    # A rerun reuses every job's record and gives the same part output.
+    again = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=2, **SMALL)
+    assert _untimed(again) == _untimed(out)
+    assert not list((tmp_path / "runs" / "training" / ".progress").glob("*.json"))
+
+
+def test_budget_default_is_the_full_reference():
+    assert len(part.DEFAULT_RUNS) == 6
+    assert all(r.seeds == (0, 1, 2, 3, 4) and r.max_steps == 50_000 for r in part.DEFAULT_RUNS)
+    assert {(r.kind, r.layers, r.heads) for r in part.DEFAULT_RUNS} == set(part.SPEC_VALUES)
+
+
+class _Terminal:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+
+def _board(tmp_path, stream):
+    from empirical import progress
+
+    jobs = [("a", "softmax 4x4 seeds 0-2", 1000, 50_000, 30.0), ("b", "relu 4x4 seeds 0-4", 500, 50_000, 20.0)]
+    return progress.Board(tmp_path, jobs, 1, stream=stream)
+
+
+def test_progress_board_draws_one_line_per_job_and_an_overall_eta_on_a_terminal(tmp_path):
+    from constructions.files import write_json
+    from empirical import progress
+
+    term = _Terminal()
+    board = _board(tmp_path, term)
+    write_json(progress.progress_path(tmp_path, "a"), {"step": 400, "members": 3, "active": 2, "steps_per_second": 20.0})
+    board.poll(force=True)
+    lines = board.lines()
+    assert lines[0].startswith("  softmax 4x4 seeds 0-2: step 400/50,000, 2/3 seeds active, 20 steps/s, ETA ~30 s")
+    assert lines[1] == "  relu 4x4 seeds 0-4: queued"
+    # one worker: 600 steps left at 20/s, then job b: planned 20 s at the measured / planned speed
+    # (20 steps/s against 1000 steps planned in 30 s), i.e. 20 / (20 / (1000 / 30)) = 33 s.
+    assert board.overall_eta() == pytest.approx(30 + 20 * (1000 / 30) / 20)
+    assert lines[-1].startswith("training: 0/2 jobs done") and "overall ETA ~63 s" in lines[-1]
+    board.event("done", "a", "51.0 s")
+    assert not progress.progress_path(tmp_path, "a").exists()
+    assert "softmax 4x4 seeds 0-2: done in 51 s" in term.text
+
+
+def test_progress_board_draws_nothing_off_a_terminal(tmp_path):
+    import io
+
+    stream = io.StringIO()
+    board = _board(tmp_path, stream)
+    board.poll(force=True)
+    board.event("done", "a", "1.0 s")
+    board.close()
+    assert stream.getvalue() == ""
