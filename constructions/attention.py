@@ -15,7 +15,7 @@ that must agree (a test holds them equal):
   a query does not see (the model adds the causal bias inside its scores product, where it is
   free); every built-in kind maps a -inf score to weight 0, so it then skips its own masking
   pass. Callers go through ``kind.weights_torch``, which hands a form without the ``hidden``
-  parameter (a plug-in's) 0 at the hidden keys instead.
+  parameter (a plug-in's) the plain contract instead: scores [..., L, L], mask [L, L], finite.
 
 ``params`` lists extra per-head parameters a kind needs beyond W_Q, W_K, W_V, W_O:
 a ``"scalar"`` (one number per head, e.g. a sink logit) or a ``"vector"`` (a d-vector w per
@@ -152,14 +152,20 @@ class AttentionKind:
     params: tuple[KindParam, ...] = field(default=())
 
     def weights_torch(self, scores, mask, extras, hidden: bool = False):
-        """The torch form. With ``hidden`` (scores already -inf at the keys a query does not
-        see), a form that takes no ``hidden`` argument, such as a plug-in's, gets those scores
-        as 0 instead, which its own mask then hides: no plug-in has to know about -inf."""
-        if not hidden:
-            return self.torch(scores, mask, extras)
+        """The torch form, called the way the form expects. A built-in form takes ``hidden``
+        and any layout (it reads positions off the mask). A form without a ``hidden`` parameter,
+        such as a plug-in's, gets the plain contract: scores [..., L, L] (queries x keys) with
+        the mask [L, L] and finite scores (0 at the hidden keys, which its own mask hides); the
+        model's [..., L, H, L] layout is transposed for it and back."""
         if _takes_hidden(self.torch):
-            return self.torch(scores, mask, extras, hidden=True)
-        return self.torch(scores.masked_fill(~mask, 0.0), mask, extras)
+            return self.torch(scores, mask, extras, hidden=hidden)
+        if mask.dim() == 3:  # the model's layout: scores [..., L, H, L], mask [L, 1, L]
+            def swap(t):
+                return t.transpose(-3, -2) if hasattr(t, "dim") and t.dim() >= 3 else t
+
+            plain = self.weights_torch(swap(scores), mask[:, 0, :], {k: swap(v) for k, v in extras.items()}, hidden)
+            return swap(plain)
+        return self.torch(scores.masked_fill(~mask, 0.0) if hidden else scores, mask, extras)
 
 
 def _takes_hidden(form: Callable[..., Any]) -> bool:

@@ -176,3 +176,22 @@ def test_a_form_without_the_hidden_parameter_gets_zero_scores_at_hidden_keys():
     raw = torch.randn(2, L, L, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     hidden = raw.masked_fill(~mask, float("-inf"))
     assert torch.equal(kind.weights_torch(hidden, mask, {}, hidden=True), plain(raw, mask, {}))
+
+
+def test_a_plain_form_sees_queries_by_keys_in_the_models_layout():
+    """The model calls kinds on scores [S, B, L, H, L] with mask [L, 1, L]; a plug-in form that
+    assumes [..., L, L] (here: the query index from the second-last axis) gets that layout."""
+    import dataclasses
+
+    def plain(scores, mask, extras):  # divides row i by max(i, 1), reading i off axis -2
+        L = scores.shape[-1]
+        return torch.relu(scores) * mask / torch.arange(L, dtype=scores.dtype).clamp(min=1).unsqueeze(-1)
+
+    kind = dataclasses.replace(attention.get("relu"), name="plain", torch=plain)
+    L, H = 5, 3
+    scores = torch.randn(2, 4, H, L, L, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    want = plain(scores, torch.ones(L, L, dtype=torch.bool).tril(), {})  # [S, B, H, L, L]
+    model_layout = scores.transpose(-3, -2).masked_fill(~torch.ones(L, L, dtype=torch.bool).tril().unsqueeze(1),
+                                                         float("-inf"))
+    got = kind.weights_torch(model_layout, torch.ones(L, L, dtype=torch.bool).tril().unsqueeze(1), {}, hidden=True)
+    assert torch.equal(got.transpose(-3, -2), want)
