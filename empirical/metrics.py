@@ -19,6 +19,11 @@ GU_EPS_STRICT = 0.8  # the stricter threshold used by Barbero et al. (2025)
 # A single-layer head "sinks" at a query when its BOS mass there is above this level: the level
 # of the reports' T1 claims, observed (mean over the evaluation set) and certified (every input).
 SINK_MASS = 0.99
+# A head of a trained stack counts as sinking in the T2 claims when its mean non-trigger BOS mass
+# is above this level (SPEC section 4 reports the heads above 0.94 / below 0.52).
+STACK_SINK_MASS = 0.9
+# ReLU heads form "no sink" when their non-trigger BOS mass is at most this (SPEC section 4: <= 0.002).
+NO_SINK_MASS = 0.002
 
 
 def query_masks(trigger: torch.Tensor, L: int) -> dict[str, torch.Tensor]:

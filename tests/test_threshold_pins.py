@@ -86,3 +86,34 @@ def test_sink_mass_level_is_pinned():
     assert sink_verdict([1 - 0.7 * gap], [1.0]) == "verified exactly"
     assert sink_verdict([1 - 1.5 * gap], [1.0]) == "unknown"  # the certificate cannot decide
     assert sink_verdict([1 - 1.5 * gap], [1 - 1.2 * gap]) == "refuted"  # a replayed witness below the level
+
+
+def test_stack_sink_mass_level_is_pinned():
+    """STACK_SINK_MASS (0.9) decides whether the T2 training claim is observed or refuted. Pinned
+    on its gap 1 - level: a head 1.5 gaps below 1 must not count as sinking, 0.7 gaps must."""
+    from empirical.metrics import STACK_SINK_MASS
+    from empirical.parts.training import _t2_claim
+
+    gap = 1 - STACK_SINK_MASS
+
+    def stack(mass):
+        head = {"bos_nontrigger_mean": mass, "sinks_gu": True}
+        return {"config": {"kind": "softmax", "layers": 2, "heads": 2, "seeds": [0], "max_steps": 10},
+                "members": [{"converged": True, "layers": [[head, head], [head, head]]}]}
+
+    assert _t2_claim(stack(1 - 0.7 * gap), {})["verdict"] == "observed"
+    assert _t2_claim(stack(1 - 1.5 * gap), {})["verdict"] == "refuted"
+
+
+def test_no_sink_mass_level_is_pinned():
+    """NO_SINK_MASS (0.002) decides the ReLU "no sink" claims: 0.75 of it is no sink, 1.5 of it is."""
+    from empirical.metrics import NO_SINK_MASS
+    from empirical.parts.training import _relu_stack_claim
+
+    def stack(mass):
+        head = {"bos_nontrigger_mean": mass}
+        return {"config": {"kind": "relu", "layers": 2, "heads": 2, "seeds": [0], "max_steps": 10},
+                "members": [{"converged": True, "layers": [[head, head], [head, head]]}]}
+
+    assert _relu_stack_claim(stack(0.75 * NO_SINK_MASS), {})["verdict"] == "observed"
+    assert _relu_stack_claim(stack(1.5 * NO_SINK_MASS), {})["verdict"] == "refuted"
