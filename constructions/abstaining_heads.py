@@ -248,8 +248,7 @@ def certified_point(name: str, gap: float, L: int, d: int = 4) -> CurvePoint:
     and every input of length L with content in [-1, 1]."""
     from mpmath import iv
 
-    ops = attention.Ops("interval", iv.mpf(0), iv.mpf(1), exp=iv.exp,
-                        relu=_interval_relu, sigmoid=lambda x: 1 / (1 + iv.exp(-x)))
+    ops = attention.ops("interval")
     net = get(name).build(d, iv.mpf(gap))
     err = bos = row = 0.0
     for j in range(2, L):
@@ -261,14 +260,6 @@ def certified_point(name: str, gap: float, L: int, d: int = 4) -> CurvePoint:
             if i != j:
                 row = max(row, float(sum(P[i][1:], P[i][0]).b))
     return CurvePoint(gap, err, bos, row)
-
-
-def _interval_relu(x: Any) -> Any:
-    """max(x, 0) of an interval (softpick): the image of [a, b] is [max(a, 0), max(b, 0)]."""
-    from mpmath import iv
-
-    x = iv.mpf(x)
-    return iv.mpf([max(x.a, 0), max(x.b, 0)])
 
 
 def trade_off(name: str, gaps: tuple[float, ...], L: int) -> list[CurvePoint]:

@@ -20,14 +20,6 @@ def iv_number(v: Any):
     return iv.mpf(q.numerator) / q.denominator
 
 
-def iv_ops() -> attention.Ops:
-    from mpmath import iv
-
-    return attention.Ops("interval", iv.mpf(0), iv.mpf(1), exp=iv.exp,
-                         relu=lambda x: x if x > 0 else iv.mpf(0) if x < 0 else iv.mpf([0, max(x.b, 0)]),
-                         sigmoid=lambda x: 1 / (1 + iv.exp(-x)))
-
-
 def _iv_matrix(M):
     return tuple(tuple(iv_number(v) for v in row) for row in M)
 
@@ -44,7 +36,7 @@ def iv_network(net: reference.Network) -> reference.Network:
 def replay(net: reference.Network, X: Sequence[Sequence[Any]], ivnet: reference.Network | None = None):
     """(outputs, patterns) of ``net`` on the exact sequence ``X``, as mpmath intervals."""
     rows = [[iv_number(v) for v in row] for row in X]
-    return reference.forward(ivnet or iv_network(net), rows, iv_ops())
+    return reference.forward(ivnet or iv_network(net), rows, attention.ops("interval"))
 
 
 def down(x) -> float:

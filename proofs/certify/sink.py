@@ -98,7 +98,7 @@ def bos_weight(net: reference.Network, X, i: int, layer: int = 0, head: int = 0)
     """a_i0 of one head on the exact sequence X (interval), through the reference's matvec and the
     kind's exact form; single-layer inputs are the tokens themselves."""
     L = net.layers[layer]
-    ops = replay.iv_ops()
+    ops = attention.ops("interval")
     q = reference.matvec(L.W_Q[head], X[i])
     scores = [replay.iv_number(reference._dot(q, reference.matvec(L.W_K[head], X[k]))) for k in range(i + 1)]
     return attention.get(net.kind).exact(scores, i, ops, {})[0]
