@@ -1,0 +1,141 @@
+"""A deeper layer's attention scores as functions of the query's own content (issue 17, item 3).
+
+At query i the stream is z_i = x(c) + eta with x(c) = x0 + D c affine in the query's own content
+c in [-1, 1]^n (D: the columns of token i in the affine form, ``affine``) and eta = H u + e the rest
+(H: every other token's columns, |e| <= r). A key's stream (minus BOS's for softmax) is
+y(c) + zeta with zeta = Z u + e', causally independent of c unless the key is the query itself.
+The score is
+
+    (x + eta)^T M (y + zeta) = x^T M y                          quadratic in c
+                             + (Z^T M^T x + H^T M y) . u          linear in u for fixed c
+                             + (M^T x) . e' + (M y) . e           linear in the remainders
+                             + eta^T M zeta                       bilinear remainder
+
+For fixed c the middle terms' extremes over the box are support functions: +- sum_r w_r |b_r +
+K_r c| with one row per column of u (weight 1) and per remainder coordinate (weight its radius),
+which is ``heads.Exponent``'s form, so the branch and bound of ``branch`` searches c exactly as for
+one layer. The bilinear remainder is enclosed by rho_eta^T |M| rho_zeta (rho: |H| 1 + r). What this
+relaxes: given c, each key's u takes its own worst value (the keys' shared contents decouple),
+and the second-order term eta^T M zeta is a box product. Everything else, in particular the
+correlation between a key's token and the other tokens its stream carries (a trigger's mean of
+the contents), is kept.
+
+Float64: the exponents carry RELATIVE_SLACK of the magnitude of the whole form (covering every
+product formed here and the float64 rounding of the exact M); ``heads.Exponent.slack`` covers the
+evaluation inside the search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .affine import RELATIVE_SLACK, TINY, Forms, columns
+from .heads import Exponent
+
+
+@dataclass
+class Split:
+    """One stream vector split at the query's columns: c0 + D c + H u + e, |e| <= r."""
+
+    c0: np.ndarray  # [d]
+    D: np.ndarray  # [d, n]
+    H: np.ndarray  # [d, N] (zero on the query's columns)
+    r: np.ndarray  # [d]
+
+    def rho(self) -> np.ndarray:
+        return np.abs(self.H).sum(axis=1) + self.r
+
+
+def split(f: Forms, k: int, i: int, ref: tuple[np.ndarray, np.ndarray] | None = None) -> Split:
+    """Stream k (minus a reference point ``ref`` = (centre, radius)) split at query i's columns."""
+    n = f.A.shape[2] // (f.A.shape[0] - 1)
+    cols = columns(n, i)
+    H = f.A[k].copy()
+    D = H[:, cols].copy()
+    H[:, cols] = 0.0
+    c0, r = f.b[k].copy(), f.r[k].copy()
+    if ref is not None:
+        c0 = c0 - ref[0]
+        r = r + ref[1] + RELATIVE_SLACK * (np.abs(f.b[k]) + np.abs(ref[0])) + TINY
+    return Split(c0, D, H, r)
+
+
+FOLD_LOSS = 1e-3  # score units: rows whose c-dependence is this small in all become constants
+
+
+def _exponents(a: float, p, S, rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]], width: float):
+    """(upper, lower) exponents a +- width + p.c + c^T S c +- sum_r w_r |b_r + K_r c|. Rows with
+    the smallest c-dependence w_r ||K_r||_1, FOLD_LOSS of it in all, become constants
+    (|b + K c| <= |b| + ||K||_1 and >= |b| - ||K||_1), which keeps the searches fast."""
+    b = np.concatenate([x[0] for x in rows])
+    K = np.concatenate([x[1] for x in rows])
+    w = np.concatenate([x[2] for x in rows])
+    keep = w > 0
+    b, K, w = b[keep], K[keep], w[keep]
+    slope = w * np.abs(K).sum(axis=1)
+    order = np.argsort(slope)
+    fold = np.zeros(len(b), bool)
+    fold[order[np.cumsum(slope[order]) <= FOLD_LOSS]] = True
+    const = float(w[fold] @ np.abs(b[fold]))
+    spread = float(slope[fold].sum()) * (1 + RELATIVE_SLACK)
+    b, K, w = b[~fold], K[~fold], w[~fold]
+    up = Exponent(a + width + const + spread, p, S, +1, b, K, w)
+    lo = Exponent(a - width - const - spread, p, S, -1, b, K, w)
+    return up, lo
+
+
+def bilinear(M: np.ndarray, x: Split, y: Split, own: bool = False) -> tuple[Exponent, Exponent]:
+    """(upper, lower) exponents of (x + eta)^T M (y + zeta) over every u and remainder, as functions
+    of c. ``own``: the key is the query itself (y = x - BOS), so eta is part of zeta and their
+    shared remainder e enters once, with the sum of both coefficients."""
+    gx, Gx = M.T @ x.c0, M.T @ x.D  # M^T x(c) = gx + Gx c
+    gy, Gy = M @ y.c0, M @ y.D  # M y(c) = gy + Gy c
+    a = float(x.c0 @ gy)
+    p = x.D.T @ gy + y.D.T @ gx
+    S = x.D.T @ M @ y.D
+    S = (S + S.T) / 2
+    rows = [(y.H.T @ gx + x.H.T @ gy, y.H.T @ Gx + x.H.T @ Gy, np.ones(x.H.shape[1]))]
+    if own:
+        rows += [(gx + gy, Gx + Gy, x.r), (gx, Gx, y.r)]
+        rho_y = y.rho() + x.r
+    else:
+        rows += [(gx, Gx, y.r), (gy, Gy, x.r)]
+        rho_y = y.rho()
+    absM = np.abs(M)
+    rho_x = x.rho()
+    remainder = float(rho_x @ absM @ rho_y)
+    size_x = np.abs(x.c0) + np.abs(x.D).sum(axis=1) + rho_x
+    size_y = np.abs(y.c0) + np.abs(y.D).sum(axis=1) + rho_y
+    width = remainder * (1 + RELATIVE_SLACK) + RELATIVE_SLACK * float(size_x @ absM @ size_y) + TINY
+    return _exponents(a, p, S, rows, width)
+
+
+def key_exponents(M: np.ndarray, f: Forms, i: int, ref: tuple[np.ndarray, np.ndarray] | None) -> list:
+    """Per key k = 0..i of query i: (upper, lower) exponents of its score minus the score of a
+    reference point ``ref`` = (centre, radius) (softmax is shift-invariant: BOS's stream, or the
+    keys' centre), or of the score itself (``ref`` None, sum-normalised sigmoid)."""
+    x = split(f, i, i)
+    out = []
+    for k in range(i + 1):
+        if k < i:
+            out.append(bilinear(M, x, split(f, k, i, ref)))
+            continue
+        c0, r = x.c0, np.zeros_like(x.r)  # the own key: y = x (- ref); x's remainder counted once, in ``own``
+        if ref is not None:
+            c0 = x.c0 - ref[0]
+            r = ref[1] + RELATIVE_SLACK * (np.abs(x.c0) + np.abs(ref[0])) + TINY
+        out.append(bilinear(M, x, Split(c0, x.D, x.H, r), own=True))
+    return out
+
+
+def bos_reference(f: Forms) -> tuple[np.ndarray, np.ndarray]:
+    """BOS's stream (a point up to rounding: query 0 sees only itself)."""
+    return f.b[0], f.r[0]
+
+
+def key_centre(f: Forms, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of the constant parts of keys 1..i: a reference that takes the query's common
+    shift out of every content key's score."""
+    return f.b[1:i + 1].mean(axis=0), np.zeros(f.b.shape[1])
