@@ -2,7 +2,7 @@
 
 ``certify_network(net, L)`` runs ``proofs.certify`` on one network: a single-layer single-head
 network gets the exact per-query worst case of its sink, eta_up / eta_lo and the T1 check; a stack
-gets the per-head bound of interval propagation (layer 0 exact). ``measure(net, L)`` adds the BOS
+gets the per-head bound of ``proofs.certify.stack`` (affine forms of the stream in the contents). ``measure(net, L)`` adds the BOS
 mass measured on the 1,000 evaluation sequences of ``sinks train`` (trigger 7, same seed) and, for
 a single head, the per-example bound of ``empirical.bound``, per query position. ``heat_map``
 draws the certified minimum beside the measured mean, per head and position.
@@ -98,6 +98,41 @@ def comparison_rows(cert: dict, measured: dict | None) -> list[list[Any]]:
                      m["mean"][i] if matches else None, m["min"][i] if matches else None])
     return rows
 
+
+def nontrigger_mass(measured: dict, k: int) -> tuple[float, float]:
+    """(mean, min) BOS mass of head k over the evaluation sequences' non-trigger queries."""
+    skip = (0, measured["trigger"])
+    h = measured["heads"][k]
+    return (sum(v for i, v in enumerate(h["mean"]) if i not in skip) / (len(h["mean"]) - 2),
+            min(v for i, v in enumerate(h["min"]) if i not in skip))
+
+
+def stack_status(certified_min: float, level: float, measured_mean: float | None) -> str:
+    """A stack head's verdict in words: the bound certifies a sink at ``level``, or it does not, and
+    then either the head does not sink on the evaluation set (mean <= STACK_SINK_MASS) or the bound
+    is too weak to say (a vacuous bound is no evidence either way)."""
+    from empirical.metrics import STACK_SINK_MASS
+
+    if certified_min >= level:
+        return f"sink certified (>= {level} on every input)"
+    if measured_mean is not None and measured_mean <= STACK_SINK_MASS:
+        return "no sink certified (the head does not sink on the eval set)"
+    return "no useful bound"
+
+
+def stack_rows(cert: dict, measured: dict | None) -> list[list[Any]]:
+    """Per head of a stack: measured non-trigger BOS mass (mean, min; eval set), the certified
+    minimum over every input and non-trigger query, and the verdict in words."""
+    rows = []
+    for k, h in enumerate(cert["heads"]):
+        mean, low = nontrigger_mass(measured, k) if measured else (None, None)
+        rows.append([f"L{h['layer']}H{h['head']}", mean, low, h["min_bos_certified"],
+                     stack_status(h["min_bos_certified"], cert["sink_level"], mean)])
+    return rows
+
+
+STACK_COLUMNS = ["head", "measured mean (eval set, non-trigger)", "measured min (eval set)",
+                 "certified min a_i0 (every input, non-trigger)", "verdict"]
 
 COLUMNS = ["position", "case", "certified min a_i0 (every input)", "T1 bound 1 - f(eta_up)", "T1 check",
            "per-example bound (min, eval set)", "measured mean (eval set)", "measured min (eval set)"]

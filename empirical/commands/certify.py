@@ -38,11 +38,13 @@ def _print(label: str, cert: dict, rows: list) -> None:
               f"non-trigger row mass <= {cert['max_row_mass_nontrigger']:.3g}")
         return
     if cert["type"] == "stack":
-        for h in cert["heads"]:
-            print(f"  L{h['layer']}H{h['head']}: certified min BOS mass {h['min_bos_certified']:.6g}"
-                  f" ({'non-vacuous' if h['non_vacuous'] else 'vacuous'}, level {cert['sink_level']})")
-        print(f"  non-vacuous heads: {cert['non_vacuous_fraction']:.2f}; non-vacuous (head, query position) pairs: "
-              f"{cert['non_vacuous_query_fraction']:.2f}")
+        from empirical.certify import STACK_COLUMNS
+
+        print("  " + " | ".join(STACK_COLUMNS))
+        for r in rows:
+            print("  " + " | ".join(_fmt(v) for v in r))
+        print(f"  non-vacuous heads: {cert['non_vacuous_fraction']:.2f} (certified >= {cert['sink_level']} at every "
+              f"non-trigger query); non-vacuous (head, query position) pairs: {cert['non_vacuous_query_fraction']:.2f}")
         return
     print("  " + " | ".join(COLUMNS))
     for r in rows:
@@ -78,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     for item in loaded:
         cert = certify.certify_network(item.network, args.L)
         measured = None if args.no_measure else certify.measure(item.network, args.L)
-        rows = certify.comparison_rows(cert, measured) if cert["type"] == "single head" else []
+        rows = (certify.comparison_rows(cert, measured) if cert["type"] == "single head"
+                else certify.stack_rows(cert, measured) if cert["type"] == "stack" else [])
         results.append({"label": item.label, "certificate": cert, "measured": measured, "table": rows})
         _print(item.label, cert, rows)
     record = {"weights": str(args.weights), "results": results, "columns": certify.COLUMNS,
