@@ -14,9 +14,10 @@ The score is
 For fixed c the middle terms' extremes over the box are support functions: +- sum_r w_r |b_r +
 K_r c| with one row per column of u (weight 1) and per remainder coordinate (weight its radius),
 which is ``heads.Exponent``'s form, so the branch and bound of ``branch`` searches c exactly as for
-one layer. The bilinear remainder is enclosed by rho_eta^T |M| rho_zeta (rho: |H| 1 + r). What this
-relaxes: given c, each key's u takes its own worst value (the keys' shared contents decouple),
-and the second-order term eta^T M zeta is a box product. Everything else, in particular the
+one layer. The second-order term eta^T M zeta is enclosed by ``second_order`` (its u-u part as a
+quadratic form in u, the rest by absolute values). What this relaxes: given c, each key's u takes
+its own worst value (the keys' shared contents decouple), and the second-order term is bounded
+apart from the first-order ones. Everything else, in particular the
 correlation between a key's token and the other tokens its stream carries (a trigger's mean of
 the contents), is kept.
 
@@ -45,6 +46,7 @@ class Split:
     r: np.ndarray  # [d]
 
     def rho(self) -> np.ndarray:
+        """|c0 + D c + H u + e - (c0 + D c)| <= rho, coordinate-wise."""
         return np.abs(self.H).sum(axis=1) + self.r
 
 
@@ -65,8 +67,8 @@ def split(f: Forms, k: int, i: int, ref: tuple[np.ndarray, np.ndarray] | None = 
 FOLD_LOSS = 1e-3  # score units: rows whose c-dependence is this small in all become constants
 
 
-def _exponents(a: float, p, S, rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]], width: float):
-    """(upper, lower) exponents a +- width + p.c + c^T S c +- sum_r w_r |b_r + K_r c|. Rows with
+def _exponents(a: float, p, S, rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]], low: float, high: float):
+    """(upper, lower) exponents a + (high, low) + p.c + c^T S c +- sum_r w_r |b_r + K_r c|. Rows with
     the smallest c-dependence w_r ||K_r||_1, FOLD_LOSS of it in all, become constants
     (|b + K c| <= |b| + ||K||_1 and >= |b| - ||K||_1), which keeps the searches fast."""
     b = np.concatenate([x[0] for x in rows])
@@ -81,9 +83,30 @@ def _exponents(a: float, p, S, rows: list[tuple[np.ndarray, np.ndarray, np.ndarr
     const = float(w[fold] @ np.abs(b[fold]))
     spread = float(slope[fold].sum()) * (1 + RELATIVE_SLACK)
     b, K, w = b[~fold], K[~fold], w[~fold]
-    up = Exponent(a + width + const + spread, p, S, +1, b, K, w)
-    lo = Exponent(a - width - const - spread, p, S, -1, b, K, w)
+    up = Exponent(a + high + const + spread, p, S, +1, b, K, w)
+    lo = Exponent(a + low - const - spread, p, S, -1, b, K, w)
     return up, lo
+
+
+def quadratic_range(B: np.ndarray) -> tuple[float, float]:
+    """[min, max] enclosure of v^T B v over v in [-1, 1]^N: each diagonal term in [min(B_aa, 0),
+    max(B_aa, 0)], each pair a < b within +-|B_ab + B_ba|."""
+    diag = np.diag(B)
+    pairs = np.abs(B + B.T)
+    off = (pairs.sum() - np.trace(pairs)) / 2
+    return float(np.minimum(diag, 0).sum() - off), float(np.maximum(diag, 0).sum() + off)
+
+
+def second_order(M: np.ndarray, x: Split, y: Split, own: bool) -> tuple[float, float]:
+    """[min, max] of eta^T M zeta with eta = H_x u + e, zeta = H_y u + e' (+ e when ``own``): the
+    u-u part as a quadratic form of u (``quadratic_range``; the columns eta and zeta share are one
+    variable), the parts with a remainder by absolute values."""
+    HxM = x.H.T @ M  # [N, d]
+    q_lo, q_hi = quadratic_range(HxM @ y.H)
+    r_y = y.r + x.r if own else y.r
+    cross = float(x.r @ np.abs(M @ y.H).sum(axis=1) + np.abs(HxM).sum(axis=0) @ r_y + x.r @ np.abs(M) @ y.r)
+    e_lo, e_hi = quadratic_range(M * np.outer(x.r, x.r)) if own else (0.0, 0.0)  # e^T M e
+    return q_lo + e_lo - cross, q_hi + e_hi + cross
 
 
 def bilinear(M: np.ndarray, x: Split, y: Split, own: bool = False) -> tuple[Exponent, Exponent]:
@@ -103,13 +126,11 @@ def bilinear(M: np.ndarray, x: Split, y: Split, own: bool = False) -> tuple[Expo
     else:
         rows += [(gx, Gx, y.r), (gy, Gy, x.r)]
         rho_y = y.rho()
-    absM = np.abs(M)
-    rho_x = x.rho()
-    remainder = float(rho_x @ absM @ rho_y)
-    size_x = np.abs(x.c0) + np.abs(x.D).sum(axis=1) + rho_x
+    low, high = second_order(M, x, y, own)
+    size_x = np.abs(x.c0) + np.abs(x.D).sum(axis=1) + x.rho()
     size_y = np.abs(y.c0) + np.abs(y.D).sum(axis=1) + rho_y
-    width = remainder * (1 + RELATIVE_SLACK) + RELATIVE_SLACK * float(size_x @ absM @ size_y) + TINY
-    return _exponents(a, p, S, rows, width)
+    slack = RELATIVE_SLACK * float(size_x @ np.abs(M) @ size_y) + TINY
+    return _exponents(a, p, S, rows, low - slack, high + slack)
 
 
 def key_exponents(M: np.ndarray, f: Forms, i: int, ref: tuple[np.ndarray, np.ndarray] | None) -> list:
