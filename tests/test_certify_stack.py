@@ -284,3 +284,23 @@ def test_report_says_no_useful_bound_or_no_sink_and_claims_only_what_is_certifie
     _, claim, rows = stack_certificates(summary_of(net, WEAK[1], quiet), (2, 2))
     assert all(r[5].startswith("no sink certified") for r in rows if (int(r[1][1]), int(r[1][3])) in short)
     assert claim["verdict"] == "verified exactly"
+
+
+@pytest.mark.parametrize("s", [+1, -1])
+def test_compacted_exponent_bounds_the_original_and_needs_its_shift(s):
+    """``scores.compact`` merges near-parallel rows; its upper (lower) exponent must stay above
+    (below) the original at every c, and only because of the deviation it adds."""
+    from proofs.certify.heads import Exponent
+
+    rng = np.random.default_rng(7)
+    n = 2
+    base_b, base_K = rng.normal(0, 1, 3), rng.normal(0, 1, (3, n))
+    b = np.concatenate([base_b, base_b + 1e-4 * rng.normal(size=3)])  # each row twice, nearly
+    K = np.vstack([base_K, base_K + 1e-4 * rng.normal(size=(3, n))])
+    E = Exponent(0.3, rng.normal(0, 1, n), np.zeros((n, n)), s, b, K, np.concatenate([np.ones(3), np.full(3, 0.5)]))
+    C = scores.compact(E)
+    assert len(C.b) == 3
+    c = rng.uniform(-1, 1, (4000, n))
+    diff = s * (C.value(c) - E.value(c))
+    assert diff.min() >= 0
+    assert (diff - s * (C.a - E.a)).min() < 0  # without the added deviation the bound fails somewhere

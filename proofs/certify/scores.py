@@ -70,7 +70,7 @@ FOLD_LOSS = 1e-3  # score units: rows whose c-dependence is this small in all be
 def _exponents(a: float, p, S, rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]], low: float, high: float):
     """(upper, lower) exponents a + (high, low) + p.c + c^T S c +- sum_r w_r |b_r + K_r c|. Rows with
     the smallest c-dependence w_r ||K_r||_1, FOLD_LOSS of it in all, become constants
-    (|b + K c| <= |b| + ||K||_1 and >= |b| - ||K||_1), which keeps the searches fast."""
+    (|b + K c| <= |b| + ||K||_1 and >= |b| - ||K||_1)."""
     b = np.concatenate([x[0] for x in rows])
     K = np.concatenate([x[1] for x in rows])
     w = np.concatenate([x[2] for x in rows])
@@ -107,6 +107,32 @@ def second_order(M: np.ndarray, x: Split, y: Split, own: bool) -> tuple[float, f
     cross = float(x.r @ np.abs(M @ y.H).sum(axis=1) + np.abs(HxM).sum(axis=0) @ r_y + x.r @ np.abs(M) @ y.r)
     e_lo, e_hi = quadratic_range(M * np.outer(x.r, x.r)) if own else (0.0, 0.0)  # e^T M e
     return q_lo + e_lo - cross, q_hi + e_hi + cross
+
+
+MERGE_LOSS = 1e-3  # score units: what ``compact`` may add to an exponent
+
+
+def compact(E: Exponent, budget: float = MERGE_LOSS) -> Exponent:
+    """E with near-parallel rows merged, for the searches (their cost grows with the rows): row r
+    joins row q with w_q += w_r, since w_r |l_r| <= w_r |l_q| + w_r (|b_r - b_q| + ||K_r - K_q||_1),
+    lightest rows first, while the added deviations stay within ``budget`` (a key's content row and
+    its remainder row on the same coordinate nearly coincide, and a mean repeats one row per token)."""
+    rows, w = np.column_stack([E.b, E.K]), E.weights.copy()
+    if len(rows) < 2:
+        return E
+    dist = np.abs(rows[:, None, :] - rows[None, :, :]).sum(axis=2)  # [R, R]
+    alive, moved = np.ones(len(w), bool), 0.0
+    for r in np.argsort(w):
+        alive[r] = False
+        cost = np.where(alive, w[r] * dist[r], np.inf)
+        q = int(np.argmin(cost))
+        if not np.isfinite(cost[q]) or moved + cost[q] > budget:
+            alive[r] = True
+            continue
+        w[q] += w[r]
+        moved += cost[q]
+    moved = moved * (1 + RELATIVE_SLACK) + len(w) * 2.0 ** -52 * float(E.weights @ np.abs(rows).sum(axis=1))
+    return Exponent(E.a + E.s * moved, E.p, E.S, E.s, E.b[alive], E.K[alive], w[alive])
 
 
 def bilinear(M: np.ndarray, x: Split, y: Split, own: bool = False) -> tuple[Exponent, Exponent]:

@@ -69,10 +69,10 @@ def sink_bound(kind: str, M: np.ndarray, z: affine.Forms, i: int, nodes: int) ->
     n = z.A.shape[1] - 3
     if kind == "softmax":  # a_i0 = 1 / (1 + sum_k exp(s_ik - s_i0))
         ex = scores.key_exponents(M, z, i, scores.bos_reference(z))
-        obj = _ExpSum([(1.0, e[0]) for e in ex[1:]], +1)
+        obj = _ExpSum([(1.0, scores.compact(e[0])) for e in ex[1:]], +1)
     else:  # a_i0 = 1 / (1 + sum_k sigmoid(s_ik) / sigmoid(s_i0))
         ex = scores.key_exponents(M, z, i, None)
-        obj = branch.SigmoidSum([(1.0, e[0]) for e in ex[1:]], ex[0][1], +1)
+        obj = branch.SigmoidSum([(1.0, scores.compact(e[0])) for e in ex[1:]], scores.compact(ex[0][1]), +1)
     res = branch.maximise(obj, n, rtol=SEARCH_RTOL, max_nodes=nodes)
     return replay.down(1 / (1 + iv.mpf(res.upper))), res
 
