@@ -40,6 +40,7 @@ def _print(label: str, cert: dict, rows: list) -> None:
     if cert["type"] == "stack":
         from empirical.certify import STACK_COLUMNS
 
+        print(f"  CPU time {cert['cpu_seconds']:.1f} s; per head the minimum over every trigger position and non-trigger query")
         print("  " + " | ".join(STACK_COLUMNS))
         for r in rows:
             print("  " + " | ".join(_fmt(v) for v in r))
