@@ -120,8 +120,9 @@ def test_exact_first_layer_matches_the_search():
     key = SINKING[0]
     (_, a, worst), (_, b, _) = instance(key, exact_first=True), instance(key)
     assert violations(a, worst) == []
-    for x, y in zip(a["heads"], b["heads"]):
-        assert x["min_bos_certified"] == pytest.approx(y["min_bos_certified"], rel=1e-5)
+    for x, y in zip(a["heads"][:2], b["heads"][:2]):  # layer 0: the exact certificate (to 1e-9) against the search
+        e, s = x["min_bos_certified"], y["min_bos_certified"]
+        assert s <= e + 1e-9 and e - s <= stack.SEARCH_RTOL * (1 - e)
 
 
 def test_dropped_mixture_remainder_is_caught(weak, monkeypatch):

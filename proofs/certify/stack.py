@@ -37,7 +37,7 @@ from . import affine, branch, heads, replay, scores, sink
 
 SINK_LEVEL = 0.5
 QUERY_NODES = 300  # boxes per query of the BOS-mass search (its bound is certified anyway)
-SEARCH_RTOL = 1e-4  # the search stops when sum_k w(s_ik) / w(s_i0) is bracketed this closely
+SEARCH_RTOL = 1e-3  # the search stops when sum_k w(s_ik) / w(s_i0) is bracketed this closely (relative)
 
 
 def _iv_quotient(num: float, a: float, b: float, lower: bool) -> float:
