@@ -118,7 +118,7 @@ def test_killed_sweep_resumes_without_losing_or_repeating_finished_jobs(tmp_path
     argv = [sys.executable, "-m", "empirical.cli", "sweep", str(spec), "--workers", "2", "--out", str(out), "--quiet"]
     proc = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600  # a net only: the loop ends when two jobs are done
         while len(list(out.glob("*.json"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.02)
     finally:
