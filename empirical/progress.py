@@ -184,6 +184,6 @@ class Board:
 def _read(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None

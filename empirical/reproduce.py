@@ -63,7 +63,7 @@ def load_part(results_dir: Path, name: str) -> dict | None:
     (claims or tables not in the form ``validate_output`` accepts)."""
     try:
         record = json.loads(part_path(results_dir, name).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     try:  # a stored file is only used if it still has the shape a part's output must have
         record["claims"], record["tables"], _ = validate_output(record)

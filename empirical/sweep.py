@@ -205,7 +205,7 @@ def load_record(out_dir: Path, job: Job) -> dict | None:
     Unreadable, truncated or foreign files count as not finished (the job runs again)."""
     try:
         record = json.loads(record_path(out_dir, job).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(record, dict) or "result" not in record or record.get("job") != job.to_dict():
         return None

@@ -141,7 +141,7 @@ def stored_smt_kinds(results_dir: Path) -> dict[str, dict]:
     path = Path(results_dir) / "smt.json"
     try:  # sinks reproduce keeps a part's extra output under "details"
         return dict(json.loads(path.read_text())["details"].get("kinds", {}))
-    except (FileNotFoundError, json.JSONDecodeError, AttributeError, KeyError, TypeError):
+    except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):
         return {}
 
 
