@@ -85,6 +85,7 @@ MATRICES = ("W_Q", "W_K", "W_V")
 class Loaded:
     label: str  # "seed 3", "weights", ...
     network: Any  # constructions.reference.Network with exact Fractions
+    L: int | None = None  # the length the file says the weights were trained at (a training summary)
 
 
 def _bad(path, what: str):
@@ -206,8 +207,16 @@ def _complete_items(layers, path):
     return list(enumerate(_complete(layers, path)))
 
 
+def _kind(asked: str | None, stated: Any, path) -> str:
+    """The attention kind: the file's, else the one asked for, else softmax; both must agree."""
+    if stated is not None and asked is not None and str(stated) != asked:
+        raise _bad(path, f"the file's attention kind is {str(stated)!r}, but kind {asked!r} was asked for "
+                         "(the kind is taken from the file; leave --kind out)")
+    return str(stated) if stated is not None else (asked or "softmax")
+
+
 def _from_arrays(arrays: dict[str, Any], meta: dict[str, Any], kind: str | None, path) -> Any:
-    kind = kind or str(meta.get("kind", "softmax"))
+    kind = _kind(kind, meta.get("kind"), path)
     if _is_paper(arrays):
         layers, residual = paper_layers(arrays, path)
     else:
@@ -233,7 +242,7 @@ def load(path, kind: str | None = None, seeds: list[int] | None = None) -> list[
     if suffix == ".json":
         data = read_json(path)
         if isinstance(data, dict) and "weights" in data and "config" in data:
-            return _from_summary(data, seeds, path)
+            return _from_summary(data, seeds, path, kind)
         from empirical.construction_check import network_from_json
 
         return [Loaded("weights", network_from_json(data, str(path)))]
@@ -263,21 +272,37 @@ def networks_from_summary(data: dict, source: str = "training summary") -> list[
     return _from_summary(data, None, source)
 
 
-def _from_summary(data: dict, seeds: list[int] | None, path) -> list[Loaded]:
+def _from_summary(data: dict, seeds: list[int] | None, path, kind: str | None = None) -> list[Loaded]:
+    """One network per seed; d, L and the kind come from the summary (its config and weights
+    must agree), and ``kind``, if asked for, must be the summary's."""
     weights, config = data["weights"], data["config"]
     if not isinstance(config, dict) or not isinstance(config.get("seeds"), list) or not isinstance(weights, list):
         raise _bad(path, "a training summary needs config.seeds and weights as lists")
+    L = config.get("L")
+    if L is not None and (type(L) is not int or L < 4):
+        raise _bad(path, f"the training summary's config.L must be an integer >= 4, got {L!r}")
     members = list(zip(config["seeds"], weights))
     if len(members) != len(weights) or len(members) != len(config["seeds"]):
         raise _bad(path, "the training summary's weights do not match its seeds")
     for s, w in members:
         _check_member(w, f"weights of seed {s}", path)
+        _kind(kind, w["kind"], path)
+        for field in ("kind", "d"):
+            stated = w.get(field, config.get(field))
+            if config.get(field, stated) != stated:
+                raise _bad(path, f"seed {s}: the weights' {field} {stated!r} is not the config's {config[field]!r}")
     if seeds is not None:
         unknown = sorted(set(seeds) - {s for s, _ in members})
         if unknown:
             raise _bad(path, f"seed(s) {unknown} not in this summary (it has {[s for s, _ in members]})")
         members = [(s, w) for s, w in members if s in seeds]
-    return [Loaded(f"seed {s}", _network(w["kind"], w["residual"], w["layers"], path)) for s, w in members]
+    out = []
+    for s, w in members:
+        net = _network(w["kind"], w["residual"], w["layers"], path)
+        if w.get("d", net.d) != net.d:
+            raise _bad(path, f"seed {s}: the weights are {net.d} x {net.d}, the summary says d = {w['d']}")
+        out.append(Loaded(f"seed {s}", net, L))
+    return out
 
 
 def _check_member(w: Any, where: str, path) -> None:
