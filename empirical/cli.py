@@ -2,7 +2,8 @@
 
 Each subcommand lives in ``empirical/commands/<name>.py`` with ``add_parser(subparsers)`` (which
 sets ``run`` as the default handler) and imports heavy packages (torch, z3) inside its handler,
-so ``sinks prove`` never loads torch. Bad input is one line on stderr and exit status 2.
+so ``sinks prove`` never loads torch. Bad input is one line on stderr and exit status 2. The
+dispatch sets every command's threads (``empirical.device.use_command_threads``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from empirical.device import use_command_threads
+
     args = build_parser().parse_args(argv)
     try:
+        use_command_threads()  # every command: one place, before torch or numpy start their pools
         return int(args.run(args) or 0)
     except BadInput as e:
         print(f"sinks: error: {e}", file=sys.stderr)

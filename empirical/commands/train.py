@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
         from constructions.errors import BadInput
 
         raise BadInput(f"--out {out} is a folder, not a file")
-    devices.use_training_threads()
     summary = train(config, device=device, quiet=args.quiet)
     files.write_json(out, summary)
     _print(summary)
