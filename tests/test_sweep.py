@@ -239,7 +239,12 @@ def test_missing_sweep_file_and_bad_workers_are_exit_2(tmp_path, capsys):
 
 def test_sweep_cli_runs_and_resumes(tmp_path, capsys):
     jobs = [{"fn": ECHO, "config": {"value": v}, "seeds": [v]} for v in range(3)]
-    assert sweep_cli(tmp_path, capsys, jobs)[1].out.startswith("3 ran, 0 already done, 0 failed")
+    first = sweep_cli(tmp_path, capsys, jobs)[1]
+    assert first.out.startswith("3 ran, 0 already done, 0 failed")
+    # stderr is not a terminal: one line per job with the count, the elapsed time and an ETA
+    lines = first.err.splitlines()
+    assert len(lines) == 3 and all(line.lstrip().startswith("done ") for line in lines)
+    assert "[1/3, " in lines[0] and " elapsed, ETA ~" in lines[0] and lines[2].endswith("ETA ~0 s at the rate so far]")
     assert sweep_cli(tmp_path, capsys, jobs)[1].out.startswith("0 ran, 3 already done, 0 failed")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from constructions.files import read_json
+    from empirical.progress import duration
     from empirical.sweep import jobs_from_json, run_sweep
 
     jobs = jobs_from_json(read_json(args.jobs))  # all validated before anything runs
@@ -35,9 +37,16 @@ def run(args: argparse.Namespace) -> int:
 
         device = resolve_device(device)
 
+    total, start, counts = len({j.run_id for j in jobs}), time.monotonic(), {"ran": 0, "skipped": 0}
+
     def show(kind: str, run_id: str, detail: str) -> None:
+        counts["skipped" if kind == "skipped" else "ran"] += 1
+        elapsed, ran = time.monotonic() - start, counts["ran"]
+        left = total - ran - counts["skipped"]
+        eta = f"ETA ~{duration(elapsed * left / ran)} at the rate so far" if ran else "ETA not known yet"
         if not args.quiet or kind == "failed":
-            print(f"{kind:>7} {run_id} {detail}".rstrip(), file=sys.stderr, flush=True)
+            print(f"{kind:>7} {run_id} {detail}".rstrip() + f"  [{total - left}/{total}, {duration(elapsed)} elapsed, "
+                  f"{eta}]", file=sys.stderr, flush=True)
 
     try:
         outcome = run_sweep(jobs, args.out, args.backend, args.workers, device, on_event=show)

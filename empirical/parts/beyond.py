@@ -225,13 +225,22 @@ def tradeoff_figure(results_dir: Path, constructions: dict[str, dict]) -> str | 
 def train_all(results_dir: Path, plan_list: list[Plan], device: str) -> dict[tuple, dict]:
     """Run every job (finished ones are reused from ``results_dir/runs/beyond``); returns
     {(kind, variant, layers, heads): summary}."""
-    from empirical import beyond
+    from empirical import beyond, progress
+    from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
     jobs = [job for plan in plan_list for job in plan.jobs()]
     # one job per owned core (each job sets one torch thread itself); finished runs are reused
     backend = "serial" if device != "cpu" or len(jobs) == 1 else "process"
-    outcome = run_sweep(jobs, Path(results_dir) / "runs" / "beyond", backend=backend, device=device)
+    out_dir = Path(results_dir) / "runs" / "beyond"
+    # progress: on a terminal redrawn, in a log one line per finished run (planned cost: the step
+    # cap times the heads, a rough relative figure for the ETA)
+    board = progress.Board(out_dir, [(j.run_id, f"{j.config.kind} {j.config.variant} {j.config.layers}x"
+                                      f"{j.config.heads}", j.config.max_steps, j.config.max_steps,
+                                      float(j.config.max_steps * j.config.layers * j.config.heads)) for j in jobs],
+                           1 if backend == "serial" else owned_cores(), title="beyond")
+    outcome = run_sweep(jobs, out_dir, backend=backend, device=device, on_event=board.event, on_wait=board.poll)
+    board.close()
     if outcome.failed:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
     out = {}

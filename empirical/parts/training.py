@@ -12,7 +12,8 @@ and one torch thread per core; a long run's seeds are split over workers when th
 sooner. A member's numbers do not depend on its group. Every job is a sweep job
 (``empirical.train:train_job``; record under ``results/runs/training/<run id>.json``, written
 atomically), so an interrupted part resumes job by job. On a terminal the part shows one
-progress line per job and an overall ETA (``empirical.progress``).
+progress line per job and an overall ETA; in a log (no terminal) one plain line per finished job
+with the elapsed time and an ETA, at most every 30 s (``empirical.progress``).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     board = progress.Board(out_dir, [(j.run_id, _label(g), g.expected_steps, g.run.max_steps, g.cost)
                                      for g, j in planned], workers)
     outcome = run_sweep([j for _, j in planned], out_dir, backend="process", workers=workers, device=device,
-                        on_event=board.event, on_wait=board.poll if board.live else None)
+                        on_event=board.event, on_wait=board.poll)
     board.close()
     if not outcome.ok:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
