@@ -17,13 +17,37 @@ from constructions.errors import BadInput
 COMMANDS = ("reproduce", "prove", "construct", "search", "train", "certify", "beyond", "sweep", "report", "task")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with the project's bad-input rule: an error is one line on stderr and exit 2
+    (argparse prints its usage block first), and ``--help`` shows every default."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelp)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+class DefaultsHelp(argparse.HelpFormatter):
+    """Adds "(default: X)" to an option's help unless the help already says its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (not action.option_strings or "default" in text or action.default in (None, False)
+                or action.default is argparse.SUPPRESS):
+            return text
+        shown = " ".join(map(str, action.default)) if isinstance(action.default, (list, tuple)) else action.default
+        return f"{text} (default: {shown})"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="sinks",
         description="Check that attention sinks are necessary in softmax transformers "
         "(Ran-Milo, arXiv:2603.11487): proofs, constructions, SMT search and training.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")  # subparsers: OneLineParser
     for name in COMMANDS:
         importlib.import_module(f"empirical.commands.{name}").add_parser(sub)
     return parser

@@ -194,3 +194,25 @@ def test_a_file_without_a_length_is_certified_at_the_reference_16(tmp_path, caps
     assert code == 0, err
     assert read(tmp_path / "o")["results"][0]["certificate"]["L"] == 16
     assert out.startswith("length: L = 16 (from the reference default)")
+
+
+def test_a_checkpoint_nesting_one_state_dict_is_read_from_its_key_and_says_so(tmp_path, capsys):
+    """Issue 20, item 14: {"model": state_dict} (beside optimizer state and an epoch) is read
+    from "model" and the output names the key; two nested state dicts, or none, are bad input
+    that says what to extract."""
+    import torch
+
+    state = paper_single(softmax_head.build(D, BETA))
+    torch.save({"model": state, "optimizer": {"state": {}, "param_groups": [{"lr": 1e-3}]}, "epoch": 7},
+               tmp_path / "ckpt.pt")
+    code, out, err = certify(capsys, str(tmp_path / "ckpt.pt"), "--L", str(L), "--no-measure",
+                             "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert "== weights (the state dict under checkpoint key 'model')" in out
+    assert read(tmp_path / "o")["results"][0]["label"] == "weights (the state dict under checkpoint key 'model')"
+    torch.save({"model": state, "ema": state}, tmp_path / "two.pt")
+    code, _, err = certify(capsys, str(tmp_path / "two.pt"), "--out", str(tmp_path / "p"))
+    assert code == 2 and "several state dicts (keys 'model', 'ema')" in err and "torch.save(ckpt['model']" in err
+    torch.save({"epoch": 7, "note": "no weights"}, tmp_path / "none.pt")
+    code, _, err = certify(capsys, str(tmp_path / "none.pt"), "--out", str(tmp_path / "q"))
+    assert code == 2 and "keys 'epoch', 'note'" in err and "'state_dict'" in err

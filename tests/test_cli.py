@@ -82,3 +82,37 @@ def test_sinks_threads_asks_for_more_up_to_the_owned_cores(monkeypatch, capsys):
     assert cli.main(["task"]) == 2
     assert capsys.readouterr().err.strip() == "sinks: error: SINKS_THREADS must be a positive integer " \
                                               "(threads per command), got 'two'"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("task", "--d", "x"), "argument --d: invalid int value: 'x'"),
+    (("train", "--seeds", "a"), "argument --seeds: invalid int value: 'a'"),
+    (("search", "--eps", "one"), "argument --eps: not a rational number: 'one'"),
+    (("sweep", "jobs.json", "--backend", "bogus"), "argument --backend: invalid choice: 'bogus'"),
+    (("certify",), "the following arguments are required: weights"),
+    (("nosuch",), "invalid choice: 'nosuch'"),
+    (("task", "--bogus"), "unrecognized arguments: --bogus"),
+])
+def test_every_argparse_error_is_one_line_exit_2(args, needle, capsys):
+    """Issue 20, item 14: argparse's errors, like the project's, are one line (no usage block)."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(list(args))
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and needle in err and "usage:" not in err, err
+
+
+def test_help_shows_every_default_and_every_device_defaults_to_auto():
+    """Every option with a default says it in --help; every --device defaults to auto."""
+    import argparse
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    devices = {}
+    for name, parser in sub.choices.items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+                assert "default" in formatter._get_help_string(action), (name, action.dest)
+            if action.dest == "device":
+                devices[name] = action.default
+        assert "(default: " in " ".join(parser.format_help().split()), name
+    assert devices and set(devices.values()) == {"auto"}, devices

@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="process pool (default), ray (optional extra; joins $RAY_ADDRESS) or serial")
     p.add_argument("--workers", type=int, default=None, help="parallel jobs (default: the cores this process owns)")
     p.add_argument("--out", default="results/sweep", help="folder of per-job results <run_id>.json")
-    p.add_argument("--device", default="cpu", help="device passed to every job (cpu, cuda[:N])")
+    p.add_argument("--device", default="auto",
+                   help="device passed to every job: auto (default: CUDA if torch sees a GPU, else the CPU), cpu, cuda[:N]")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     p.set_defaults(run=run)
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     jobs = jobs_from_json(read_json(args.jobs))  # all validated before anything runs
     device = args.device
-    if device != "cpu":  # torch is loaded only when a device other than the CPU is named
+    if device != "cpu":  # torch is loaded only when a device other than the CPU is named (auto too)
         from empirical.device import resolve_device
 
         device = resolve_device(device)
