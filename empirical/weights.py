@@ -245,7 +245,9 @@ def load(path, kind: str | None = None, seeds: list[int] | None = None) -> list[
             return _from_summary(data, seeds, path, kind)
         from empirical.construction_check import network_from_json
 
-        return [Loaded("weights", network_from_json(data, str(path)))]
+        net = network_from_json(data, str(path))
+        _kind(kind, net.kind, path)
+        return [Loaded("weights", net)]
     if suffix == ".npz":
         arrays = readers.read_npz(path)
         meta = {k: _scalar(arrays.pop(k), k, path) for k in ("kind", "residual") if k in arrays}
