@@ -182,11 +182,16 @@ def _build_dir() -> Path:
 
 def _compile(coqc: str, build: Path, files: list[str], deadline: float) -> str:
     """Compile ``files`` in order inside ``build``; "" or the first error. A file whose text and
-    every earlier file's text were compiled before in this process reuses that .vo."""
-    digest = hashlib.sha256()
+    whose dependencies' texts (its ``Require``s of the development, transitively) were compiled
+    before in this process reuses that .vo."""
+    keys: dict[str, str] = {}
     for name in files:
-        digest.update(name.encode() + b"\0" + (build / name).read_bytes() + b"\0")
-        key = digest.hexdigest()
+        text = (build / name).read_bytes()
+        deps = sorted(set(re.findall(rb"\b" + LIBRARY.encode() + rb"\.(\w+)", text)))
+        digest = hashlib.sha256(name.encode() + b"\0" + text)
+        for dep in deps:
+            digest.update(keys.get(dep.decode() + ".v", "missing").encode())
+        key = keys[name] = digest.hexdigest()
         vo = build / (name[:-2] + ".vo")
         if key in _VO_CACHE and _VO_CACHE[key].exists():
             shutil.copy2(_VO_CACHE[key], vo)
@@ -198,12 +203,19 @@ def _compile(coqc: str, build: Path, files: list[str], deadline: float) -> str:
     return ""
 
 
-def _assumptions_script(theorems: list[str], modules: list[str]) -> str:
+def _assumptions_script(theorems: list[str], modules: list[str], each: bool) -> str:
+    """Check every theorem; Print Assumptions of all of them together (one traversal of their
+    dependencies), or of each one (``each``, to say which theorem an extra axiom comes from)."""
     lines = ["Require Import Reals.", f"Require Import {' '.join(f'{LIBRARY}.{m}' for m in modules)}.",
              "Open Scope R_scope."]
     for k, name in enumerate(theorems):
-        lines += [f"Definition sinks_marker_{k} := tt.", f"Print sinks_marker_{k}.", f"Check {name}.",
-                  f"Print Assumptions {name}."]
+        lines += [f"Definition sinks_marker_{k} := tt.", f"Print sinks_marker_{k}.", f"Check {name}."]
+        if each:
+            lines.append(f"Print Assumptions {name}.")
+    if not each:
+        lines += [f"Definition sinks_marker_{len(theorems)} := tt.", f"Print sinks_marker_{len(theorems)}.",
+                  f"Definition sinks_all_theorems := ({', '.join(theorems)}).", "Check sinks_all_theorems.",
+                  "Print Assumptions sinks_all_theorems."]
     return "\n".join(lines) + "\n"
 
 
@@ -239,26 +251,43 @@ def _split_block(text: str) -> tuple[str, str]:
 
 
 def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[str],
-                    deadline: float) -> tuple[dict, dict, dict, str]:
+                    deadline: float, attribute: bool, each: bool = False) -> tuple[dict, dict, dict, str]:
+    """(assumptions, statements, failed, error) of the main theorems. All theorems' assumptions
+    are read in one ``Print Assumptions``; when that lists more than ``ALLOWED_AXIOMS`` and
+    ``attribute``, it runs again per theorem, to name the theorems that use the extra axiom
+    (otherwise every theorem is charged with the extra axiom)."""
     script = build / "sinks_assumptions.v"
-    script.write_text(_assumptions_script(theorems, modules))
+    script.write_text(_assumptions_script(theorems, modules, each))
     r = _run([coqc, "-q", "-R", ".", LIBRARY, script.name], build, deadline)
     if r.returncode != 0:
         return {}, {}, {}, f"Print Assumptions did not run: {' '.join(r.stdout.split())[:600]}"
     blocks = re.split(r"^sinks_marker_(\d+) = tt\n\s*: unit\n", r.stdout, flags=re.M)
-    assumptions, statements, failed = {}, {}, {}
+    assumptions, statements, failed, together = {}, {}, {}, None
     for k, text in zip(blocks[1::2], blocks[2::2]):
+        check, printed = _split_block(text)
+        if int(k) == len(theorems):
+            together = parse_assumptions(printed)
+            continue
         name = theorems[int(k)]
-        statements[name], printed = _split_block(text)
-        axioms, problem = parse_assumptions(printed)
-        assumptions[name] = axioms
-        extra = [a for a in axioms if a not in ALLOWED_AXIOMS]
-        if extra or problem:
-            failed[name] = "assumes " + ", ".join(extra + ([problem] if problem else []))
+        statements[name] = check
+        if each:
+            assumptions[name] = parse_assumptions(printed)
+    if not each:
+        if together is None:
+            return {}, statements, {}, "Print Assumptions printed nothing for the main theorems"
+        axioms, problem = together
+        if attribute and (any(a not in ALLOWED_AXIOMS for a in axioms) or problem):
+            return _check_theorems(coqc, build, theorems, modules, deadline, attribute, each=True)
+        assumptions = {name: together for name in theorems}
     for name in theorems:
         if name not in assumptions:
             failed[name] = "no Print Assumptions output"
-    return assumptions, statements, failed, ""
+            continue
+        axioms, problem = assumptions[name]
+        extra = [a for a in axioms if a not in ALLOWED_AXIOMS]
+        if extra or problem:
+            failed[name] = "assumes " + ", ".join(extra + ([problem] if problem else []))
+    return {n: a for n, (a, _) in assumptions.items()}, statements, failed, ""
 
 
 def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[str] | None = None) -> KernelReport:
@@ -287,7 +316,7 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
         if error:
             return report(False, error)
         assumptions, statements, failed, error = _check_theorems(
-            coqc, build, theorems, [f[:-2] for f in files], start + timeout)
+            coqc, build, theorems, [f[:-2] for f in files], start + timeout, attribute=not found)
     except Timeout:
         return report(False, f"timed out after {timeout:.0f} s (hard-killed)")
     if error:

@@ -166,7 +166,7 @@ def canonical_atom(text: str, defs: dict[str, Definition]):
             return ("text", _normal(text))
         if op in (">=", ">"):
             lhs, rhs, op = rhs, lhs, {">=": "<=", ">": "<"}[op]
-        return ("rel", op, sympy.expand(sympy.simplify(rhs - lhs)))
+        return ("rel", op, rhs - lhs)
     return ("text", _normal(text))
 
 
@@ -180,8 +180,7 @@ def same(a, b) -> bool:
             return x == y
         if x[1] != y[1]:
             return False
-        zero = sympy.simplify(x[2] - y[2]) == 0
-        return zero or (x[1] == "=" and sympy.simplify(x[2] + y[2]) == 0)
+        return identically_zero(x[2] - y[2]) or (x[1] == "=" and identically_zero(x[2] + y[2]))
     if a[0] in BINDERS:
         return a[1] == b[1] and same(a[2], b[2])
     if a[0] == "->":
@@ -189,6 +188,11 @@ def same(a, b) -> bool:
     if a[0] == "/\\":
         return len(a[1]) == len(b[1]) and all(map(same, a[1], b[1]))
     return same(a[1], b[1])  # "~"
+
+
+def identically_zero(expr) -> bool:
+    """Whether a difference of rational functions (of names and exponentials) is identically 0."""
+    return expr == 0 or sympy.cancel(sympy.together(sympy.expand(expr))) == 0
 
 
 def show(node) -> str:

@@ -237,6 +237,6 @@ def mismatches(folder: Path | None = None, sentences: list[str] | None = None) -
         if d is None or tuple(p for p, _ in d.params) != params:
             out.append(f"{name}: no Definition {name} with parameters {params}")
             continue
-        if sympy.simplify(st.expression(d.body, defs) - expr) != 0:
+        if not st.identically_zero(st.expression(d.body, defs) - expr):
             out.append(f"{name}: Coq defines {d.body}, the Python statement {expr}")
     return out + weight_mismatches(defs)
