@@ -10,7 +10,7 @@ import sympy
 from proofs import registry
 from proofs.coq import statements as st
 from proofs.coq import twins
-from proofs.coq.kernel import COQ_DIR, project_files
+from proofs.coq.source import COQ_DIR, project_files
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import sympy
 
-from .kernel import COQ_DIR, project_files, strip_comments
+from .source import COQ_DIR, project_files, strip_comments
 
 BINDERS = ("forall", "exists")
 # Real-valued definitions are unfolded when their parameters have these types (f_pre eta, m_r eta,
@@ -85,7 +85,7 @@ def _depths(text: str) -> list[int]:
     return out
 
 
-def _strip_parens(text: str) -> str:
+def strip_parens(text: str) -> str:
     text = text.strip()
     while text.startswith("(") and text.endswith(")") and min(_depths(text)[1:-1] or [1]) >= 1:
         text = text[1:-1].strip()
@@ -98,7 +98,7 @@ def _has_binder(text: str) -> bool:
     return any(depths[m.start(2)] == 0 for m in re.finditer(r"(^|[\s(])(forall|exists)\s", text))
 
 
-def _split(text: str, sep: str) -> list[str]:
+def split_top(text: str, sep: str) -> list[str]:
     """``text`` split at ``sep`` outside parentheses; once a part holds a binder outside
     parentheses, that binder takes the rest of the text (forall and exists reach as far right as
     they can)."""
@@ -123,15 +123,15 @@ def _binder_comma(text: str) -> int:
 def parse_prop(text: str, defs: dict[str, Definition]):
     """The proposition as a tree: ("forall"|"exists", binders, body), ("->", [hyps], concl),
     ("/\\", [parts]), ("~", p) and ("atom", canonical form)."""
-    text = _strip_parens(" ".join(text.split()))
+    text = strip_parens(" ".join(text.split()))
     head = text.split(" ", 1)[0]
     if head in BINDERS:
         k = _binder_comma(text)
         return (head, _normal(text[len(head):k]), parse_prop(text[k + 1:], defs))
-    parts = _split(text, "->")
+    parts = split_top(text, "->")
     if len(parts) > 1:
         return ("->", [parse_prop(p, defs) for p in parts[:-1]], parse_prop(parts[-1], defs))
-    parts = _split(text, "/\\")
+    parts = split_top(text, "/\\")
     if len(parts) > 1:
         return ("/\\", [parse_prop(p, defs) for p in parts])
     if text.startswith("~"):

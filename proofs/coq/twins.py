@@ -211,7 +211,7 @@ def expected_definitions() -> dict[str, tuple[tuple[str, ...], sympy.Expr]]:
 def mismatches(folder: Path | None = None, sentences: list[str] | None = None) -> list[str]:
     """Every difference between the Coq statements and the ones the Python constants imply."""
     from . import statements as st
-    from .kernel import COQ_DIR
+    from .source import COQ_DIR
     from .weights import weight_mismatches
 
     sentences = st.source_sentences(folder or COQ_DIR) if sentences is None else sentences

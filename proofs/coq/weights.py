@@ -16,24 +16,24 @@ import re
 
 import sympy
 
-from .statements import Definition, _split, _strip_parens, expression
+from .statements import Definition, expression, split_top, strip_parens
 
 DIMENSIONS = (4, 5, 6, 7)
 
 
 def _index(text: str, d: int, defs: dict[str, Definition]) -> int:
     """A nat index of the development: a numeral, trigger_flag, bos_flag or (content_flag d)."""
-    text = _strip_parens(text)
+    text = strip_parens(text)
     if text.isdigit():
         return int(text)
     name, *args = text.split()
-    body = _strip_parens(defs[name].body).replace("%nat", "")
+    body = strip_parens(defs[name].body).replace("%nat", "")
     value = expression(body, defs).subs({sympy.Symbol(p): d for (p, _), _a in zip(defs[name].params, args)})
     return int(value)
 
 
 def _term(text: str, d: int, defs: dict[str, Definition], env: dict) -> sympy.Matrix:
-    text = _strip_parens(text)
+    text = strip_parens(text)
     if text.startswith("-"):
         return -_term(text[1:], d, defs, env)
     if "*" in text:
@@ -54,7 +54,7 @@ def matrix(name: str, d: int, defs: dict[str, Definition], env: dict | None = No
     body = re.sub(r"^fun r c =>", "", body).strip()
     body = re.sub(r"\s+r c\b", "", body)  # entrywise reading: unit_mat a b r c is E[a, b] at (r, c)
     total = sympy.zeros(d, d)
-    for k, part in enumerate(_split(body.replace(" - ", " + - "), "+")):
+    for k, part in enumerate(split_top(body.replace(" - ", " + - "), "+")):
         total += _term(part, d, defs, env or {})
     return total
 
@@ -88,7 +88,7 @@ def weight_mismatches(defs: dict[str, Definition]) -> list[str]:
 
 
 def _condition(text: str, r: int, d: int, defs: dict[str, Definition]) -> bool:
-    text = _strip_parens(text)
+    text = strip_parens(text)
     if "&&" in text:
         return all(_condition(part, r, d, defs) for part in text.split("&&"))
     m = re.fullmatch(r"\((.+?) (<=\?|<\?) (.+?)\)%nat", text)
@@ -106,7 +106,7 @@ def _condition(text: str, r: int, d: int, defs: dict[str, Definition]) -> bool:
 
 
 def _entry(text: str, r: int, d: int, defs: dict[str, Definition]) -> sympy.Expr:
-    text = _strip_parens(text)
+    text = strip_parens(text)
     if text.startswith("if "):
         cond, rest = text[3:].split(" then ", 1)
         value, other = _split_else(rest)
