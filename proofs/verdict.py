@@ -10,6 +10,9 @@ if every cited lemma is ``proved`` in the same run (``run_statuses``, kept by th
 which checks lemmas before the statements citing them). Otherwise it is ``unknown`` and its
 evidence names the lemma. A check called outside a registry run has no proved lemmas, so a
 citing statement is then ``unknown`` too: conditional proofs are never reported as proofs.
+
+A statement with a Coq twin (``proofs.coq``) also carries the kernel check in ``kernel``; a failed
+check turns its ``proved`` or ``refuted`` into ``unknown`` (``proofs.coq.overlay``).
 """
 
 from __future__ import annotations

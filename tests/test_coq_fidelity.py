@@ -71,7 +71,7 @@ def _python_edits():
         W_Q, W_K, W_V = weights(d)
         return W_K, W_Q, W_V  # query and key maps swapped
 
-    return [
+    edits = [
         ("T1(a) eta interval", t1, "PRE_INTERVAL", sympy.Interval(0, sympy.Rational(1, 13))),
         ("T1(b) eta interval", t1, "ALL_INTERVAL", sympy.Interval(0, sympy.Rational(1, 240))),
         ("f_pre", t1, "f_pre", lambda x=e: 6 * x / (5 - 12 * x)),
@@ -80,16 +80,22 @@ def _python_edits():
         ("content flag bound", cf, "lower_bound", lambda: sympy.Rational(5, 6) - 2 * cf.tr.eta),
         ("m_r", fs, "m_r", lambda: 1 - 5 * fs.e - 8 * fs.e * (1 + 48 * fs.e) / (1 - 96 * fs.e)),
         ("ratio identity", rb, "identity_rhs", lambda r, a, b, c: 11 * ((r + 2) * c - 2 * (r + 1) * b + r * a)),
-        ("T2 BOS cap", t2, "BOS_CAP", sympy.Rational(3, 4)),
-        ("T2 error bound", t2, "error_bound", lambda b, n: n * sympy.exp(-b) / 2),
+        ("T2 BOS cap loosened", t2, "BOS_CAP", sympy.Integer(1)),
+        ("T2 BOS cap tightened", t2, "BOS_CAP", sympy.Rational(1, 4)),
+        ("T2 error bound tightened", t2, "error_bound", lambda b, n: n * sympy.exp(-b) / 2),
+        ("T2 error bound loosened", t2, "error_bound", lambda b, n: 2 * n * sympy.exp(-b)),
         ("equal-token bound", tc, "equal_tokens_bound", lambda n, v, eps: 1 - eps / (n * v)),
         ("ReLU head weights", relu_head, "head_weights", skewed_weights),
     ]
+    return {what: (module, name, value) for what, module, name, value in edits}
 
 
-@pytest.mark.parametrize("index", range(12))
-def test_a_python_constant_changed_alone_is_caught(sentences, monkeypatch, index):
-    what, module, name, value = _python_edits()[index]
+PYTHON_EDITS = list(_python_edits())
+
+
+@pytest.mark.parametrize("what", PYTHON_EDITS)
+def test_a_python_constant_changed_alone_is_caught(sentences, monkeypatch, what):
+    module, name, value = _python_edits()[what]
     monkeypatch.setattr(module, name, value)
     assert twins.mismatches(sentences=sentences), what
 

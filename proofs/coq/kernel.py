@@ -58,6 +58,9 @@ class KernelReport:
     cpu_seconds: float = 0.0  # user + system time of the coqc processes
     files: tuple[str, ...] = ()  # the files compiled, in order
     assumptions: dict = field(default_factory=dict)  # theorem -> the axioms Print Assumptions lists
+    # "all main theorems together" (one Print Assumptions of the tuple of them: each theorem's
+    # axioms are among these) or "each theorem" (run when an extra axiom had to be attributed)
+    scope: str = ""
     statements: dict = field(default_factory=dict)  # theorem -> its type as coqc prints it (Check)
     failed: dict = field(default_factory=dict)  # theorem -> why it did not pass
 
@@ -84,7 +87,7 @@ class KernelReport:
         return {"ran": self.ran, "ok": self.ok, "reason": self.reason, "coqc": self.coqc,
                 "wall_seconds": round(self.wall_seconds, 2), "cpu_seconds": round(self.cpu_seconds, 2),
                 "files": list(self.files), "allowed_axioms": list(ALLOWED_AXIOMS),
-                "assumptions": {k: list(v) for k, v in self.assumptions.items()},
+                "assumptions": {k: list(v) for k, v in self.assumptions.items()}, "assumptions_scope": self.scope,
                 "statements": dict(self.statements), "failed": dict(self.failed)}
 
 
@@ -225,8 +228,8 @@ def _split_block(text: str) -> tuple[str, str]:
 
 
 def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[str],
-                    deadline: float, attribute: bool, each: bool = False) -> tuple[dict, dict, dict, str]:
-    """(assumptions, statements, failed, error) of the main theorems. All theorems' assumptions
+                    deadline: float, attribute: bool, each: bool = False) -> tuple[dict, dict, dict, str, str]:
+    """(assumptions, statements, failed, scope, error) of the main theorems. All theorems' assumptions
     are read in one ``Print Assumptions``; when that lists more than ``ALLOWED_AXIOMS`` and
     ``attribute``, it runs again per theorem, to name the theorems that use the extra axiom
     (otherwise every theorem is charged with the extra axiom)."""
@@ -234,7 +237,7 @@ def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[s
     script.write_text(_assumptions_script(theorems, modules, each))
     r = _run([coqc, "-q", "-R", ".", LIBRARY, script.name], build, deadline)
     if r.returncode != 0:
-        return {}, {}, {}, f"Print Assumptions did not run: {' '.join(r.stdout.split())[:600]}"
+        return {}, {}, {}, "", f"Print Assumptions did not run: {' '.join(r.stdout.split())[:600]}"
     blocks = re.split(r"^sinks_marker_(\d+) = tt\n\s*: unit\n", r.stdout, flags=re.M)
     assumptions, statements, failed, together = {}, {}, {}, None
     for k, text in zip(blocks[1::2], blocks[2::2]):
@@ -248,7 +251,7 @@ def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[s
             assumptions[name] = parse_assumptions(printed)
     if not each:
         if together is None:
-            return {}, statements, {}, "Print Assumptions printed nothing for the main theorems"
+            return {}, statements, {}, "", "Print Assumptions printed nothing for the main theorems"
         axioms, problem = together
         if attribute and (any(a not in ALLOWED_AXIOMS for a in axioms) or problem):
             return _check_theorems(coqc, build, theorems, modules, deadline, attribute, each=True)
@@ -261,7 +264,8 @@ def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[s
         extra = [a for a in axioms if a not in ALLOWED_AXIOMS]
         if extra or problem:
             failed[name] = "assumes " + ", ".join(extra + ([problem] if problem else []))
-    return {n: a for n, (a, _) in assumptions.items()}, statements, failed, ""
+    scope = "each theorem" if each else "all main theorems together"
+    return {n: a for n, (a, _) in assumptions.items()}, statements, failed, scope, ""
 
 
 def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[str] | None = None) -> KernelReport:
@@ -289,7 +293,7 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
         error = _compile(coqc, build, files, start + timeout)
         if error:
             return report(False, error)
-        assumptions, statements, failed, error = _check_theorems(
+        assumptions, statements, failed, scope, error = _check_theorems(
             coqc, build, theorems, [f[:-2] for f in files], start + timeout, attribute=not found)
     except Timeout:
         return report(False, f"timed out after {timeout:.0f} s (hard-killed)")
@@ -299,7 +303,8 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
         f"{n}: {why}" for n, why in failed.items()]
     if found:  # an admitted proof or an axiom anywhere undermines every theorem
         failed = {n: reasons[0] for n in theorems}
-    return report(not reasons, "; ".join(reasons), assumptions=assumptions, statements=statements, failed=failed)
+    return report(not reasons, "; ".join(reasons), assumptions=assumptions, statements=statements, failed=failed,
+                  scope=scope)
 
 
 def _children_cpu() -> float:
