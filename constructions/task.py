@@ -53,6 +53,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 BOS_FLAG = 0
+D_MIN = 4  # SPEC section 1: at least one content coordinate
+L_MIN = 4  # SPEC section 1: two trigger positions (2 and 3) at least
 TRIGGER_FLAG = 1
 CONTENT_START = 2  # content coordinates are CONTENT_START .. d-2
 
@@ -100,10 +102,10 @@ class TaskConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise BadInput(f"task field {name!r} must be an integer, got {value!r}")
-        if self.d < 4:
-            raise BadInput(f"task field 'd' must be >= 4 (one content coordinate at least), got {self.d}")
-        if self.L < 4:
-            raise BadInput(f"task field 'L' must be >= 4, got {self.L}")
+        if self.d < D_MIN:
+            raise BadInput(f"task field 'd' must be >= {D_MIN} (one content coordinate at least), got {self.d}")
+        if self.L < L_MIN:
+            raise BadInput(f"task field 'L' must be >= {L_MIN}, got {self.L}")
         if self.trigger is not None and (
             not isinstance(self.trigger, int) or isinstance(self.trigger, bool)
             or not 2 <= self.trigger <= self.L - 1

@@ -52,6 +52,8 @@ STATEMENT_CLAIMS = (
 def _statement_claim(v, claim: str) -> dict:
     evidence = next((e for e in reversed(v.evidence) if e.startswith(("counterexample", "did not close"))),
                     v.evidence[-1] if v.evidence else "")
+    if v.kernel is not None:
+        evidence = f"{v.label}: {evidence}"
     return {"claim": claim, "verdict": v.status, "evidence": evidence,
             "test": f"{TEST}::test_statement_has_its_expected_verdict[{v.name}]",
             "command": f"sinks prove {v.name}", "figures": []}
@@ -64,7 +66,7 @@ def _claim_from(verdicts: dict, claim: str, statement: str, test: str) -> dict:
     statuses = {n: verdicts[n].status for n in names}
     verdict = "proved" if all(s == "proved" for s in statuses.values()) else (
         "refuted" if statuses[statement] == "refuted" else "unknown")
-    evidence = "; ".join(f"{n}: {s} ({verdicts[n].seconds:.2f} s)" for n, s in statuses.items())
+    evidence = "; ".join(f"{n}: {verdicts[n].label} ({verdicts[n].seconds:.2f} s)" for n in statuses)
     return {"claim": claim, "verdict": verdict, "evidence": evidence, "test": f"{TEST}::{test}",
             "command": f"sinks prove {statement}", "figures": []}
 
@@ -105,12 +107,34 @@ def family_table_for_report(quick: bool) -> dict:
     }
 
 
+def kernel_table(verdicts: dict, report) -> dict:
+    """Per statement with a Coq twin: its verdict, the kernel check and the Coq theorems."""
+    from proofs.coq.twins import TWINS
+
+    rows = [[name, v.label, v.kernel, ", ".join(TWINS[name])] for name, v in verdicts.items() if v.kernel is not None]
+    return {"title": "Kernel check: the statements with a Coq twin (proofs/coq)",
+            "columns": ["statement", "verdict", "kernel", "Coq theorems"], "rows": rows,
+            "note": report.summary() + ("; Print Assumptions of the main theorems lists only "
+                                        + ", ".join(report.to_dict()["allowed_axioms"]) if report.ok else "")}
+
+
+def kernel_record(verdicts: dict) -> tuple[list[dict], dict | None]:
+    """The kernel table and the report of the run's Coq check ([], None when no twin ran)."""
+    from proofs.coq.kernel import default_report
+
+    if not any(v.kernel is not None for v in verdicts.values()):
+        return [], None
+    report = default_report()  # the run's own check, cached: nothing is compiled again
+    return [kernel_table(verdicts, report)], report.to_dict()
+
+
 def run(results_dir: Path, quick: bool, device: str) -> dict:
     from proofs import registry
 
     verdicts = {v.name: v for v in registry.run()}
-    return {"claims": claims_for(verdicts), "tables": [family_table_for_report(quick)],
-            "verdicts": [v.to_dict() for v in verdicts.values()]}
+    tables, kernel = kernel_record(verdicts)
+    return {"claims": claims_for(verdicts), "tables": [family_table_for_report(quick)] + tables,
+            "verdicts": [v.to_dict() for v in verdicts.values()], "kernel": kernel}
 
 
 def _fmt(row: dict, key: str, digits: int = 0) -> str:
