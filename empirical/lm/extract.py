@@ -104,8 +104,8 @@ def _rotate(t: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 def _linear64(x: torch.Tensor, lin) -> torch.Tensor:
-    bias = None if lin.bias is None else lin.bias.to(torch.float64)
-    return torch.nn.functional.linear(x, lin.weight.to(torch.float64), bias)
+    bias = None if lin.bias is None else lin.bias.detach().to(torch.float64)
+    return torch.nn.functional.linear(x, lin.weight.detach().to(torch.float64), bias)
 
 
 @torch.no_grad()
@@ -140,7 +140,7 @@ def head_images(model, layer: int, v: torch.Tensor, head: int, geo: Geometry | N
 def output_slice(model, layer: int, head: int, geo: Geometry | None = None) -> torch.Tensor:
     """W_O^h [D, d_h] in float64."""
     geo = geo or geometry(model)
-    W = layers(model)[layer].self_attn.o_proj.weight.to(torch.float64)  # [D, H*dh]
+    W = layers(model)[layer].self_attn.o_proj.weight.detach().to(torch.float64)  # [D, H*dh]
     return W[:, head * geo.head_dim:(head + 1) * geo.head_dim]
 
 

@@ -19,17 +19,24 @@ SCATTER_POINTS = 200_000
 SCATTER_SEED = 0
 
 
+LOSS_LINEAR_WITHIN = 0.01  # nats: the loss-change colour scale is linear inside +-this, logarithmic outside
+
+
 def head_maps(grids: dict[str, np.ndarray], title: str) -> bytes:
+    from matplotlib.colors import Normalize, SymLogNorm
+
     plt = _plt()
-    panels = [("mass", "mean first-token mass (queries >= 1)", "viridis", 0.0, 1.0)]
+    panels = [("mass", "mean first-token mass (queries >= 1)", "viridis", Normalize(0.0, 1.0))]
     for kind in ("removed", "value_zeroed"):
         if kind in grids:
-            lim = max(float(np.abs(grids[kind]).max()), 1e-6)
-            panels.append((kind, f"loss change, first token {kind.replace('_', ' ')} (nats/token)", "RdBu_r", -lim, lim))
+            lim = max(float(np.abs(grids[kind]).max()), 2 * LOSS_LINEAR_WITHIN)
+            panels.append((kind, f"loss change, first token {kind.replace('_', ' ')}\n(nats/token, symmetric log "
+                                 f"scale, linear within +-{LOSS_LINEAR_WITHIN})", "RdBu_r",
+                           SymLogNorm(LOSS_LINEAR_WITHIN, vmin=-lim, vmax=lim)))
     L, H = grids["mass"].shape
     fig, axes = plt.subplots(1, len(panels), figsize=(3.1 * len(panels) + 0.6, 0.22 * L + 1.6), squeeze=False)
-    for ax, (key, label, cmap, lo, hi) in zip(axes[0], panels):
-        im = ax.imshow(grids[key], cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
+    for ax, (key, label, cmap, norm) in zip(axes[0], panels):
+        im = ax.imshow(grids[key], cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
         ax.set_title(label, fontsize=8)
         ax.set_xlabel("head", fontsize=8)
         ax.set_ylabel("layer", fontsize=8)

@@ -1,8 +1,9 @@
 """``sinks probe``'s run: load the model, read every head on the probe texts, bound, ablate.
 
-Stages, each checkpointed under ``OUT/.probe-work/<key>/`` (atomic npz files; the key hashes the
-model files, the token ids and the options), so an interrupted run resumes where it stopped and
-repeats nothing; the folder is removed once ``probe.json`` is written:
+Stages, each checkpointed under ``OUT/.probe-work/<stage>-<key>/`` (atomic npz files; the key
+hashes the model files, the token ids and the options the stage depends on), so an interrupted
+run resumes where it stopped and repeats nothing, and a rerun with other ablation options keeps
+the measurements; the folder is removed once ``probe.json`` is written:
 
 1. ``measure``: per batch of texts one forward (``extract.record``), the cross-checks (the
    weights the probe reads against ``output_attentions``, the float64 recomputation from Q/K/V
@@ -18,7 +19,7 @@ import hashlib
 import io
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,9 @@ class ProbeConfig:
     texts: str | None = None  # a file, one text a line; None: the default probe set
     tokens: int = probe_texts.DEFAULT_TOKENS
     bos: bool = False
-    ablation_texts: int = 4
+    ablation_texts: int = 2
     batch: int = 17
-    solver_iters: int = 100  # the delta QP; more only tightens the certified bound
+    solver_iters: int = 50  # the delta QP; more only tightens the certified bound
     device: str = "cpu"
 
     def check(self) -> None:
@@ -74,12 +75,15 @@ def run(config: ProbeConfig, out: Path, bar=None) -> tuple[load.LoadedModel, pro
         raw, source = probe_texts.read_texts(config.texts), str(config.texts)
     loaded = load.load(config.model, config.device)
     probe_set = probe_texts.tokenise(loaded.tokenizer, raw, config.tokens, config.bos, source)
-    work = Path(out) / WORK_DIR / _key(config, loaded, probe_set)
+    work = Path(out) / WORK_DIR
     ids = torch.tensor(probe_set.ids, device=config.device)
     torch.manual_seed(0)  # nothing here is random; fixed anyway so that any sampling stays reproducible
-    measured = _measure(loaded.model, ids, config, work, bar)
-    measured.ablation = _ablate(loaded.model, ids[:config.ablation_texts], work, bar, measured.checks) \
-        if config.ablation_texts > 0 else None
+    measured = _measure(loaded.model, ids, config,
+                        work / f"measure-{_key(loaded, probe_set, config.batch, config.solver_iters)}", bar)
+    if config.ablation_texts > 0:
+        measured.ablation = _ablate(loaded.model, ids[:config.ablation_texts],
+                                    work / f"ablate-{_key(loaded, probe_set, config.ablation_texts)}", bar,
+                                    measured.checks)
     return loaded, probe_set, measured
 
 
@@ -88,10 +92,9 @@ def finish(out: Path) -> None:
     shutil.rmtree(Path(out) / WORK_DIR, ignore_errors=True)
 
 
-def _key(config: ProbeConfig, loaded: load.LoadedModel, probe_set: probe_texts.ProbeSet) -> str:
-    blob = json.dumps({"files": loaded.provenance["files"], "texts": probe_set.hash(),
-                       "config": {k: v for k, v in asdict(config).items() if k not in ("model", "texts")}},
-                      sort_keys=True)
+def _key(loaded: load.LoadedModel, probe_set: probe_texts.ProbeSet, *options) -> str:
+    blob = json.dumps({"files": loaded.provenance["files"], "device": loaded.provenance["device"],
+                       "texts": probe_set.hash(), "options": options}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -115,7 +118,7 @@ def _measure(model, ids: torch.Tensor, config: ProbeConfig, work: Path, bar) -> 
     progress = bar(len(starts) * n_layers, "heads, bound") if bar else None
     parts = []
     for b, s in enumerate(starts):
-        path = work / f"measure-{b:03d}.npz"
+        path = work / f"batch-{b:03d}.npz"
         part = _load(path)
         if part is None:
             part = _measure_batch(model, ids[s:s + config.batch], geo, config.solver_iters, progress)
@@ -166,7 +169,7 @@ def _ablate(model, ids: torch.Tensor, work: Path, bar, checks: dict[str, float])
     progress = bar(n_layers * geo.heads * len(ablate.ABLATIONS), "ablations") if bar else None
     layers = []
     for n in range(n_layers):
-        path = work / f"ablate-{n:03d}.npz"
+        path = work / f"layer-{n:03d}.npz"
         part = _load(path)
         if part is None:
             part = {}
