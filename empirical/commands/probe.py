@@ -23,11 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bos", action="store_true",
                    help="prepend the tokenizer's BOS token, which becomes position 0 (default: position 0 is "
                         "the text's first token; SmolLM2's tokenizer adds no BOS)")
-    p.add_argument("--ablation-texts", type=int, default=2,
-                   help="ablate every head on the first N texts (default 2, sized for a shared 2-core machine: "
+    p.add_argument("--ablation-texts", type=int, default=1,
+                   help="ablate every head on the first N texts (default 1, sized for a shared 2-core machine: "
                         "540 replays on SmolLM2; 0 skips the ablations)")
-    p.add_argument("--solver-iters", type=int, default=50,
-                   help="iterations of the delta QP per query (default 50; more only tightens the certified bound)")
+    p.add_argument("--solver-iters", type=int, default=20,
+                   help="iterations of the delta QP per query (default 20; more only tightens the certified bound)")
     p.add_argument("--batch", type=int, default=17, help="texts per forward pass and checkpoint (default 17)")
     p.add_argument("--out", default="results/probe", help="folder for probe.json, pairs.npz and the figures")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, or auto")

@@ -41,9 +41,9 @@ class ProbeConfig:
     texts: str | None = None  # a file, one text a line; None: the default probe set
     tokens: int = probe_texts.DEFAULT_TOKENS
     bos: bool = False
-    ablation_texts: int = 2
+    ablation_texts: int = 1
     batch: int = 17
-    solver_iters: int = 50  # the delta QP; more only tightens the certified bound
+    solver_iters: int = 20  # the delta QP; more only tightens the certified bound
     device: str = "cpu"
 
     def check(self) -> None:
