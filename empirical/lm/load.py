@@ -18,6 +18,7 @@ exit 2) that names the install command.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -128,13 +129,18 @@ def _gguf_source(spec: str, kind: str, path: Path) -> ModelSource:
 
 def gguf_metadata(path: Path) -> dict[str, Any]:
     """Architecture, quantisation (the file type and the count of tensors of each type) and name
-    of a GGUF file, read with the ``gguf`` package (part of the extra)."""
+    of a GGUF file, read with the ``gguf`` package (part of the extra); read once per file."""
+    return dict(_gguf_metadata(str(Path(path).resolve())))
+
+
+@functools.lru_cache(maxsize=8)
+def _gguf_metadata(path: str) -> dict[str, Any]:
     if importlib.util.find_spec("gguf") is None:
         raise BadInput(f"reading GGUF files needs the optional extra: {EXTRA_HINT}")
     import gguf
 
     try:
-        reader = gguf.GGUFReader(str(path))
+        reader = gguf.GGUFReader(path)
     except Exception as e:  # a truncated or corrupt file: the reader raises many kinds
         raise BadInput(f"{path} is not a readable GGUF file: {e}") from None
 
