@@ -51,15 +51,26 @@ def applies(kind: str) -> bool:
 def project_simplex(v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Euclidean projection of each row of ``v`` [N, K] onto the simplex over the keys where
     ``mask`` [N, K] is True (zero elsewhere). Sort-based, batched."""
-    K = v.shape[-1]
-    s, _ = torch.sort(v.masked_fill(~mask, float("-inf")), dim=-1, descending=True)
-    finite = torch.isfinite(s)
-    cs = torch.cumsum(s.masked_fill(~finite, 0.0), dim=-1)
-    k = torch.arange(1, K + 1, device=v.device, dtype=v.dtype)
-    support = finite & (s - (cs - 1) / k > 0)  # a prefix of the sorted keys
-    rho = support.sum(dim=-1, keepdim=True).clamp(min=1)  # [N, 1]
-    theta = (torch.gather(cs, -1, rho - 1) - 1) / rho.to(v.dtype)
-    return (v - theta).clamp(min=0) * mask
+    return _Projection(mask, v.dtype)(v)
+
+
+class _Projection:
+    """``project_simplex`` onto a fixed mask, with the mask's derived tensors built once (the
+    solver projects onto the same masks at every step)."""
+
+    def __init__(self, mask: torch.Tensor, dtype: torch.dtype):
+        self.mask, self.hidden = mask, ~mask
+        self.k = torch.arange(1, mask.shape[-1] + 1, device=mask.device, dtype=dtype)
+        self.keep = mask.to(dtype)  # the same product as multiplying by the boolean mask
+
+    def __call__(self, v: torch.Tensor) -> torch.Tensor:
+        s, _ = torch.sort(v.masked_fill(self.hidden, float("-inf")), dim=-1, descending=True)
+        finite = torch.isfinite(s)
+        cs = torch.cumsum(s.masked_fill(~finite, 0.0), dim=-1)
+        support = finite & (s - (cs - 1) / self.k > 0)  # a prefix of the sorted keys
+        rho = support.sum(dim=-1, keepdim=True).clamp(min=1)  # [N, 1]
+        theta = (torch.gather(cs, -1, rho - 1) - 1) / rho.to(v.dtype)
+        return (v - theta).clamp(min=0) * self.keep
 
 
 def min_norm_distance(points: torch.Tensor, mask: torch.Tensor, iters: int = SOLVER_ITERS,
@@ -74,6 +85,8 @@ def min_norm_distance(points: torch.Tensor, mask: torch.Tensor, iters: int = SOL
 def _solve(points: torch.Tensor, mask: torch.Tensor, iters: int, gap_tol: float) -> tuple[torch.Tensor, torch.Tensor]:
     # FISTA with gradient-based adaptive restart (O'Donoghue & Candes 2015), per problem;
     # every CHECK_EVERY steps the problems whose duality gap is below gap_tol are retired.
+    # The live problems' data (gram, step, mask, points) are compacted only when some retire,
+    # not gathered at every step: each problem's arithmetic is the same, so are its numbers.
     points = points.to(torch.float64)
     maskf = mask.to(points.dtype)
     gram = points @ points.transpose(-1, -2) * (maskf.unsqueeze(-1) * maskf.unsqueeze(-2))  # [N, K, K]
@@ -81,11 +94,11 @@ def _solve(points: torch.Tensor, mask: torch.Tensor, iters: int, gap_tol: float)
     lam = maskf / maskf.sum(dim=-1, keepdim=True)  # [N, K], uniform start
     final = lam.clone()
     live = torch.arange(len(points), device=points.device)  # problems still being solved
+    work = _Live(points, mask, gram, step)
     y, t = lam, torch.ones_like(step)
     for it in range(iters):
-        m = mask[live]
-        grad = 2 * (gram[live] @ y.unsqueeze(-1)).squeeze(-1)
-        new = project_simplex(y - step[live] * grad, m)
+        grad = 2 * (work.gram @ y.unsqueeze(-1)).squeeze(-1)
+        new = work.project(y - work.step * grad)
         restart = ((y - new) * (new - lam)).sum(dim=-1, keepdim=True) > 0  # momentum points uphill
         t = torch.where(restart, torch.ones_like(t), t)
         t_next = (1 + torch.sqrt(1 + 4 * t * t)) / 2
@@ -93,12 +106,26 @@ def _solve(points: torch.Tensor, mask: torch.Tensor, iters: int, gap_tol: float)
         lam, t = new, t_next
         if it % CHECK_EVERY == CHECK_EVERY - 1 or it == iters - 1:
             final[live] = lam
-            lower, upper = _certificate(points[live], m, lam)
+            lower, upper = _certificate(work.points, work.mask, lam)
             keep = (upper - lower) >= gap_tol
+            if bool(keep.all()):
+                continue
             live, lam, y, t = live[keep], lam[keep], y[keep], t[keep]
             if len(live) == 0:
                 break
+            work = work.select(keep)
     return _certificate(points, mask, final)
+
+
+class _Live:
+    """The data of the problems still being solved (rows of the same index)."""
+
+    def __init__(self, points, mask, gram, step):
+        self.points, self.mask, self.gram, self.step = points, mask, gram, step
+        self.project = _Projection(mask, points.dtype)
+
+    def select(self, keep: torch.Tensor) -> "_Live":
+        return _Live(self.points[keep], self.mask[keep], self.gram[keep], self.step[keep])
 
 
 def _certificate(points: torch.Tensor, mask: torch.Tensor, lam: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
