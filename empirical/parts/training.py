@@ -53,7 +53,6 @@ QUICK_RUNS = (
     Run("softmax", 1, 1, (0, 1), CAP),
     Run("relu", 1, 1, (0, 1), CAP),
 )
-MULTI_LAYER_BOUND_SEQUENCES = 200  # the per-head bound of a stack on the first 200 eval sequences
 
 
 def expected_steps(run: Run) -> int:
@@ -65,9 +64,9 @@ def config(run: Run, seeds: tuple[int, ...], **overrides):
     from empirical.train import TrainConfig
 
     multi = run.layers > 1
+    # a stack's per-head bound on the first train.STACK_BOUND_SEQUENCES evaluation sequences (the default)
     fields = dict(kind=run.kind, layers=run.layers, heads=run.heads, seeds=seeds, max_steps=run.max_steps,
-                  log_every=500 if multi else 50,
-                  bound_sequences=MULTI_LAYER_BOUND_SEQUENCES if multi else None)
+                  log_every=500 if multi else 50)
     fields.update(overrides)
     return TrainConfig(**fields)
 
@@ -85,7 +84,7 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
         workers: int | None = None, **overrides) -> dict[str, Any]:
     """``runs``, ``workers`` and ``overrides`` (TrainConfig fields) exist for tests; the part
     itself runs ``DEFAULT_RUNS`` / ``QUICK_RUNS`` on the cores this process owns."""
-    from empirical import progress, seed_groups
+    from empirical import progress, seed_groups, usage
     from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
@@ -109,7 +108,9 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     functional = _functional_sinks(Path(results_dir), summaries)
     return {
         "claims": _claims(summaries, figures) + cert_claims + functional["claims"],
-        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables,
+        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables
+                  + [usage.jobs_table([(_label(g), outcome.records[j.run_id]) for g, j in planned],
+                                      "Training jobs: what each (run, seed group) job cost")],
         "certificates": certificates,
         "functional_sinks": functional["rows"],
         "runs": {f"{k}-{l}x{h}": _run_digest(s, [j.run_id for g, j in planned if (g.run.kind, g.run.layers,
