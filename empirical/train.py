@@ -158,6 +158,10 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     from empirical.model import AttentionModel
 
     meter, split = usage.Meter(sample=True), usage.Split()
+    with split.phase("formulation"):  # measured once per host, then cached (empirical.fastest)
+        from empirical.fastest import choose_for_host
+
+        formulation, chosen_by = choose_for_host(device)
     S = len(config.seeds)
     model = AttentionModel(config.kind, config.d, layers=config.layers, heads=config.heads,
                            residual=config.residual, ensemble=S, seeds=config.seeds, device=device)
@@ -228,8 +232,9 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
                          "threads": torch.get_num_threads(),
                          "split": {"training": {"wall_s": round(seconds, 3), "cpu_s": round(cpu_seconds, 3)},
                                    **split.read()},
-                         "total": meter.read(), "machine": usage.machine()}
-    summary["provenance"] = files.provenance(config, list(config.seeds), device)
+                         "total": meter.read(), "machine": usage.machine(),
+                         "formulation": {"name": formulation, "chosen_by": chosen_by}}
+    summary["provenance"] = {**files.provenance(config, list(config.seeds), device), "formulation": formulation}
     return files.to_jsonable(summary)
 
 

@@ -171,11 +171,13 @@ def test_summary_is_json_with_provenance_and_patterns(trained):
 def test_summary_records_where_the_time_went_in_wall_and_cpu_seconds_and_the_load(trained):
     t = trained["softmax"]["timing"]
     split, total = t["split"], t["total"]
-    assert set(split) == {"training", "history", "evaluation", "bound", "weights"}
+    assert set(split) == {"formulation", "training", "history", "evaluation", "bound", "weights"}
+    assert t["formulation"] == {"name": "bmm", "chosen_by": "environment"}  # tests/conftest.py sets it
+    assert trained["softmax"]["provenance"]["formulation"] == "bmm"
     assert all(v["wall_s"] >= 0 and v["cpu_s"] >= 0 for v in split.values())
     assert split["training"]["wall_s"] == round(t["seconds"], 3) and split["training"]["cpu_s"] > 0
     assert split["bound"]["cpu_s"] <= split["evaluation"]["cpu_s"] + 1e-3  # the bound is part of the evaluation
-    phases = sum(split[k]["wall_s"] for k in ("training", "history", "evaluation", "weights"))
+    phases = sum(split[k]["wall_s"] for k in ("formulation", "training", "history", "evaluation", "weights"))
     assert phases <= total["wall_s"] + 1e-2 and total["cpu_s"] >= split["training"]["cpu_s"]
     assert total["load_start"] is not None and total["load_mean"] is not None
     assert t["machine"]["owned_cores"] >= 1 and t["machine"]["cpu"]

@@ -88,8 +88,11 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
+    from empirical.fastest import choose_for_host
+
     runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)
     workers = workers or owned_cores()
+    formulation = choose_for_host(device)  # exported to the workers: every job uses the same one
     planned, makespan = jobs(runs, workers, **overrides)
     out_dir = Path(results_dir) / "runs" / "training"
     board = progress.Board(out_dir, [(j.run_id, _label(g), g.expected_steps, g.run.max_steps, g.cost)
@@ -117,6 +120,7 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
                                                                                   g.run.heads) == (k, l, h)])
                  for (k, l, h), s in summaries.items()},
         "plan": {"workers": workers, "estimated_makespan_s": round(makespan, 1),
+                 "formulation": {"name": formulation[0], "chosen_by": formulation[1]},
                  "jobs": [{"run": _label(g), "seeds": list(g.seeds), "run_id": j.run_id} for g, j in planned]},
         "budget_note": __doc__.split("Budgets: ")[1].split("\n\n")[0].strip(),
     }
