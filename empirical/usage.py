@@ -179,3 +179,11 @@ def jobs_table(jobs: list[tuple[str, dict]], title: str) -> dict:
                 "Load: the machine's 1-minute load average while the job ran (every process counted). A job reused "
                 "from an earlier run shows the figures of the run that made it.",
     }
+
+
+def phases_table(split: dict[str, dict[str, float]], title: str) -> dict:
+    """A report table of ``Split.read()``: one row per phase, wall and CPU seconds."""
+    return {"title": title, "columns": ["phase", "wall s", "CPU s"],
+            "rows": [[name, f"{v['wall_s']:.1f}", f"{v['cpu_s']:.1f}"] for name, v in split.items()],
+            "note": "Run in the part's own process after every job has finished (this run's figures; "
+                    "nothing here is reused from an earlier run)."}

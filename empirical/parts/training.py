@@ -106,14 +106,19 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     for r in runs:
         parts = [outcome.records[j.run_id]["result"] for g, j in planned if g.run == r]
         summaries[(r.kind, r.layers, r.heads)] = seed_groups.merge(parts, r.seeds)
-    figures = _figures(Path(results_dir), summaries)
-    cert_tables, cert_claims, certificates = _certificates(summaries, quick)
-    functional = _functional_sinks(Path(results_dir), summaries)
+    after = usage.Split()  # what runs in this process once the jobs are done
+    with after.phase("figures"):
+        figures = _figures(Path(results_dir), summaries)
+    with after.phase("certificates"):
+        cert_tables, cert_claims, certificates = _certificates(summaries, quick)
+    with after.phase("ablations"):
+        functional = _functional_sinks(Path(results_dir), summaries)
     return {
         "claims": _claims(summaries, figures) + cert_claims + functional["claims"],
         "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables
                   + [usage.jobs_table([(_label(g), outcome.records[j.run_id]) for g, j in planned],
-                                      "Training jobs: what each (run, seed group) job cost")],
+                                      "Training jobs: what each (run, seed group) job cost"),
+                     usage.phases_table(after.read(), "Training part after its jobs: figures, certificates, ablations")],
         "certificates": certificates,
         "functional_sinks": functional["rows"],
         "runs": {f"{k}-{l}x{h}": _run_digest(s, [j.run_id for g, j in planned if (g.run.kind, g.run.layers,
