@@ -118,6 +118,8 @@ def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
         "(median beside it); ensembles train 5 seeds per step, the author's loop 1",
         "", *lines, "",
         f"5 seeds of bmm cost this many times the author's 1 seed per step: {per_shape}",
+        "one member of the 5 (a seed's share of the ensemble step) costs this many times the author's step: "
+        + ", ".join(f"{l} x {h} {author[(l, h)] / ref[(l, h)] / len(SEEDS):.2f}" for l, h in shapes),
         "six settings: SPEC's steps to stop per setting (softmax and ReLU), 5 seeds in one ensemble at the 5-seed rate "
         "(an upper bound: stopped members leave it), against the author's loop one seed per setting",
     ])
