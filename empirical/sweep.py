@@ -255,9 +255,10 @@ def _execute(job: Job, device: str, threads: int | None, progress_file: str | No
         result = fn(job.config, job.seeds, device)
     finally:
         progress.set_channel(None)
+        used = meter.read()  # also stops its load sampler when the job raised
     if not isinstance(result, dict):
         raise TypeError(f"job function {job.fn} returned {type(result).__name__}, not a dict")
-    return to_jsonable(result), time.perf_counter() - start, meter.read()
+    return to_jsonable(result), time.perf_counter() - start, used
 
 
 @dataclass

@@ -50,8 +50,16 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _sample_load(stop: threading.Event, samples: list[float]) -> None:
+    while not stop.wait(LOAD_EVERY_S):
+        value = load_average()
+        if value is not None:
+            samples.append(value)
+
+
 class Meter:
-    """Wall, CPU and load from construction to ``read()`` (which may be called more than once)."""
+    """Wall, CPU and load from construction to ``read()`` (which may be called more than once).
+    The sampling thread stops at ``read()`` or when the meter is dropped (a run that raised)."""
 
     def __init__(self, sample: bool = False):
         self._wall = time.perf_counter()
@@ -61,15 +69,15 @@ class Meter:
         self._samples: list[float] = []
         self._stop = threading.Event()
         self._thread = None
-        if sample and self._load_start is not None:
-            self._thread = threading.Thread(target=self._sample, name="load-sampler", daemon=True)
+        if sample and self._load_start is not None:  # the thread holds the list and event, not the meter
+            self._thread = threading.Thread(target=_sample_load, args=(self._stop, self._samples),
+                                            name="load-sampler", daemon=True)
             self._thread.start()
 
-    def _sample(self) -> None:
-        while not self._stop.wait(LOAD_EVERY_S):
-            value = load_average()
-            if value is not None:
-                self._samples.append(value)
+    def __del__(self):
+        stop = getattr(self, "_stop", None)
+        if stop is not None:
+            stop.set()
 
     def read(self, stop: bool = True) -> dict[str, Any]:
         if stop and self._thread is not None:
