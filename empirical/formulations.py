@@ -36,8 +36,10 @@ and caches the choice. ``choose`` keeps ``bmm`` unless another formulation is at
 ``CHOICE_MARGIN`` faster, so noise cannot flip the choice from run to run. ``broadcast`` and
 ``einsum`` are measured by the benchmark but never chosen automatically (the first is many times
 slower everywhere it was measured; the second runs ``bmm``'s kernels). Training records the name in
-its summary, and the name is exported to ``$SINKS_FORMULATION`` so that the worker processes of a
-sweep use the same one (a run's members must not depend on which worker trained them).
+its summary, and a sweep of training jobs settles the name in its driver and exports it to
+``$SINKS_FORMULATION``, which the worker processes inherit, so that every job uses the same one
+(a run's members must not depend on which worker trained them; on a Ray cluster of different
+hosts, set it in the workers' environment).
 """
 
 from __future__ import annotations

@@ -56,6 +56,9 @@ JOB_FUNCTIONS = (
     "empirical.sweep:_echo_job",  # test-only, documented below
 )
 RAY_INSTALL_HINT = "--backend ray needs the optional extra: pip install -e '.[ray]'"
+# Jobs that train models: before they go to workers, the driver settles the formulation of the
+# layer's products once (``empirical.fastest``), so every worker uses the same one.
+TRAINING_JOBS = ("empirical.train:train_job", "empirical.beyond:train_run")
 
 
 # ----------------------------------------------------------------------------------------
@@ -322,6 +325,10 @@ def run_sweep(
         outcome.failed[job.run_id] = message
         notify("failed", job.run_id, message)
 
+    if any(canonical_fn(job.fn) in TRAINING_JOBS for job in pending):
+        from empirical.fastest import choose_for_host
+
+        choose_for_host(device)  # exported to $SINKS_FORMULATION, which the workers inherit
     runner = {"process": _run_processes, "ray": _run_ray, "serial": _run_serial}[backend]
     runner(pending, workers, device, finished, failed, _Progress(out_dir, on_wait))
     return outcome

@@ -158,3 +158,16 @@ def test_a_bad_formulation_name_is_bad_input(restore_choice, monkeypatch, tmp_pa
 def test_the_measurement_times_every_automatic_formulation():
     seconds = fastest.measure(rounds=1, layers=1, heads=2, members=2, batch=4, steps=1)
     assert set(seconds) == set(AUTOMATIC) and all(0 < s < 10 for s in seconds.values())
+
+
+def test_a_sweep_of_training_jobs_settles_the_formulation_once_in_its_driver(restore_choice, monkeypatch, tmp_path):
+    """The driver measures (here: a stand-in) and its workers inherit the choice: no worker measures."""
+    from empirical.sweep import Job, run_sweep
+
+    monkeypatch.setattr(fastest, "measure", lambda: {"bmm": 1.0, "values": 0.5, "heads": 2.0})
+    jobs = [Job("empirical.train:train_job", T.TrainConfig(max_steps=2, **SMALL), (s,)) for s in (0, 1)]
+    outcome = run_sweep(jobs, tmp_path / "runs", backend="process", workers=2)
+    assert outcome.ok
+    for job in jobs:
+        assert outcome.records[job.run_id]["result"]["timing"]["formulation"] == {"name": "values",
+                                                                                  "chosen_by": "environment"}
