@@ -40,7 +40,8 @@ HISTORY_SOLVER_ITERS = 50  # bound solver steps at history points (still certifi
 HISTORY_BOUND_SEQUENCES = 32  # the history's bound uses the first 32 of those sequences
 # With several heads (or layers) a head's certified bound is mostly vacuous (its own output need
 # not be small, ``empirical.bound``), so by default it is reported on the first 200 evaluation
-# sequences, not all 1000: its QPs cost 4x the training steps of a 1500-step 2 x 2 run otherwise.
+# sequences, not all 1000: on all of them its QPs took 3.2x the CPU time of the 1500 training steps
+# of a 2 x 2 run (empirical/README.md, "Where the time goes").
 STACK_BOUND_SEQUENCES = 200
 
 
