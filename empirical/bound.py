@@ -117,11 +117,13 @@ def _solve(points: torch.Tensor, mask: torch.Tensor, iters: int, gap_tol: float,
     lam = maskf / maskf.sum(dim=-1, keepdim=True)  # [N, Q, K], uniform start
     final = lam.clone()
     live = torch.arange(len(points), device=points.device)  # point sets still being solved
+    # The live sets' data are compacted only when some retire, not gathered at every step:
+    # each problem's arithmetic is the same, so are its numbers.
+    pts, m, g, s, lo = points, mask, gram, step, floor
     y, t = lam, torch.ones_like(step)
     for it in range(iters):
-        m = mask[live]
-        grad = 2 * (y @ gram[live])  # [n, Q, K]; the Gram matrix is symmetric
-        new = project_simplex(y - step[live] * grad, m)
+        grad = 2 * (y @ g)  # [n, Q, K]; the Gram matrix is symmetric
+        new = project_simplex(y - s * grad, m)
         restart = ((y - new) * (new - lam)).sum(dim=-1, keepdim=True) > 0  # momentum points uphill
         t = torch.where(restart, torch.ones_like(t), t)
         t_next = (1 + torch.sqrt(1 + 4 * t * t)) / 2
@@ -129,12 +131,15 @@ def _solve(points: torch.Tensor, mask: torch.Tensor, iters: int, gap_tol: float,
         lam, t = new, t_next
         if it % CHECK_EVERY == CHECK_EVERY - 1 or it == iters - 1:
             final[live] = lam
-            lower, upper = certificate(points[live], m, lam)
+            lower, upper = certificate(pts, m, lam)
             open_gap = (upper - lower) >= torch.clamp(rel_tol * upper, min=gap_tol)
-            keep = (open_gap & (upper > floor[live])).any(dim=-1)
+            keep = (open_gap & (upper > lo)).any(dim=-1)
+            if bool(keep.all()):
+                continue
             live, lam, y, t = live[keep], lam[keep], y[keep], t[keep]
             if len(live) == 0:
                 break
+            pts, m, g, s, lo = pts[keep], m[keep], g[keep], s[keep], lo[keep]
     return final
 
 

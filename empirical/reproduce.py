@@ -141,7 +141,9 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
     if (not force and stored is not None and stored.get("status") == "ok"
             and stored.get("provenance", {}).get("config") == to_jsonable(config)):
         return "reused"
-    start = time.perf_counter()
+    from empirical import usage
+
+    start, meter = time.perf_counter(), usage.Meter(sample=True)
     record: dict[str, Any] = {"part": name, "status": "ok"}
     try:
         module = importlib.import_module(f"empirical.parts.{name}")
@@ -154,6 +156,8 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
             "claim": f"part '{name}' runs to completion", "verdict": "failed", "evidence": message,
             "test": "", "command": f"sinks reproduce --only {name}", "figures": []}])
     record["wall_s"] = round(time.perf_counter() - start, 2)
+    record["usage"] = meter.read()  # CPU time includes the part's worker processes
+    record["machine"] = usage.machine()
     record["provenance"] = provenance(config, None, device)
     write_json(part_path(results_dir, name), record)
     return record["status"]
@@ -180,10 +184,18 @@ def reproduce(
         start = time.perf_counter()
         statuses[name] = run_part(name, results_dir, quick, device, force)
         if statuses[name] != "missing":
-            log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s")
+            log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s{_usage_note(results_dir, name, statuses[name])}")
     report = build_report(results_dir)
     log(f"report: {report}")
     return statuses
+
+
+def _usage_note(results_dir: Path, name: str, status: str) -> str:
+    """' (12.0 s wall, 20.1 s CPU, load ...)' for a part that ran now; '' otherwise."""
+    from empirical.usage import describe
+
+    usage = (load_part(results_dir, name) or {}).get("usage") if status in ("ok", "failed") else None
+    return f" ({describe(usage)})" if usage else ""
 
 
 # ----------------------------------------------------------------------------------------
@@ -253,16 +265,37 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
     rows = []
     for name, record in records.items():
         if record is None:
-            rows.append([name, _absence(results_dir, name), "", "", "", "", ""])
+            rows.append([name, _absence(results_dir, name), "", "", "", "", "", "", ""])
             continue
         config = record.get("provenance", {}).get("config") or {}
         status = record.get("status", "?") + (f": {record['error']}" if record.get("error") else "")
+        usage = record.get("usage") or {}
         rows.append([name, status, "quick" if config.get("quick") else "default",
                      record.get("provenance", {}).get("device", "?"), f"{record.get('wall_s', 0):.1f} s",
+                     f"{usage['cpu_s']:.1f} s" if "cpu_s" in usage else "not recorded", _load_cell(usage),
                      len(record["claims"]), _Raw(f"[{name}.json]({name}.json)")])
-    total = sum(r.get("wall_s", 0) for r in records.values() if r)
-    return ["", "## Parts", "", *_table(["part", "status", "mode", "device", "wall time", "claims", "file"], rows),
-            "", f"Total wall time of the stored parts: {total:.1f} s."]
+    stored = [r for r in records.values() if r]
+    total = sum(r.get("wall_s", 0) for r in stored)
+    cpu = sum((r.get("usage") or {}).get("cpu_s", 0) for r in stored)
+    machines = sorted({_machine_line(r["machine"]) for r in stored if r.get("machine")})
+    return ["", "## Parts", "",
+            *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
+            "", f"Total wall time of the stored parts: {total:.1f} s; CPU time {cpu:.1f} s "
+                "(user + system, the parts' worker processes included).",
+            "", "Machine: " + ("; ".join(machines) or "not recorded") + ". Load: the machine's 1-minute load "
+                "average while the part ran (mean of samples every 10 s, with start and end), every process "
+                "counted, the run's own workers included. On a loaded machine wall time overstates what an "
+                "idle one needs; CPU time moves much less with the load."]
+
+
+def _load_cell(usage: dict) -> str:
+    if usage.get("load_mean") is None:
+        return "not recorded"
+    return f"{usage['load_mean']:.1f} ({usage['load_start']:.1f} → {usage['load_end']:.1f})"
+
+
+def _machine_line(machine: dict) -> str:
+    return f"{machine.get('cpu', '?')}, {machine.get('logical_cpus', '?')} logical CPUs, {machine.get('owned_cores', '?')} owned by the run"
 
 
 def _claims_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:

@@ -54,7 +54,6 @@ QUICK_RUNS = (
     Run("softmax", 1, 1, (0, 1), CAP),
     Run("relu", 1, 1, (0, 1), CAP),
 )
-MULTI_LAYER_BOUND_SEQUENCES = 200  # the per-head bound of a stack on the first 200 eval sequences
 
 
 def expected_steps(run: Run) -> int:
@@ -66,9 +65,9 @@ def config(run: Run, seeds: tuple[int, ...], **overrides):
     from empirical.train import TrainConfig
 
     multi = run.layers > 1
+    # a stack's per-head bound on the first train.STACK_BOUND_SEQUENCES evaluation sequences (the default)
     fields = dict(kind=run.kind, layers=run.layers, heads=run.heads, seeds=seeds, max_steps=run.max_steps,
-                  log_every=500 if multi else 50,
-                  bound_sequences=MULTI_LAYER_BOUND_SEQUENCES if multi else None)
+                  log_every=500 if multi else 50)
     fields.update(overrides)
     return TrainConfig(**fields)
 
@@ -86,12 +85,15 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
         workers: int | None = None, **overrides) -> dict[str, Any]:
     """``runs``, ``workers`` and ``overrides`` (TrainConfig fields) exist for tests; the part
     itself runs ``DEFAULT_RUNS`` / ``QUICK_RUNS`` on the cores this process owns."""
-    from empirical import progress, seed_groups
+    from empirical import progress, seed_groups, usage
     from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
+    from empirical.fastest import choose_for_host
+
     runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)
     workers = workers or owned_cores()
+    formulation = choose_for_host(device)  # exported to the workers: every job uses the same one
     planned, makespan = jobs(runs, workers, **overrides)
     out_dir = Path(results_dir) / "runs" / "training"
     board = progress.Board(out_dir, [(j.run_id, _label(g), g.expected_steps, g.run.max_steps, g.cost)
@@ -105,18 +107,26 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     for r in runs:
         parts = [outcome.records[j.run_id]["result"] for g, j in planned if g.run == r]
         summaries[(r.kind, r.layers, r.heads)] = seed_groups.merge(parts, r.seeds)
-    figures = _figures(Path(results_dir), summaries)
-    cert_tables, cert_claims, certificates = _certificates(summaries, quick)
-    functional = _functional_sinks(Path(results_dir), summaries)
+    after = usage.Split()  # what runs in this process once the jobs are done
+    with after.phase("figures"):
+        figures = _figures(Path(results_dir), summaries)
+    with after.phase("certificates"):
+        cert_tables, cert_claims, certificates = _certificates(summaries, quick)
+    with after.phase("ablations"):
+        functional = _functional_sinks(Path(results_dir), summaries)
     return {
         "claims": _claims(summaries, figures) + cert_claims + functional["claims"],
-        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables,
+        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables
+                  + [usage.jobs_table([(_label(g), outcome.records[j.run_id]) for g, j in planned],
+                                      "Training jobs: what each (run, seed group) job cost"),
+                     usage.phases_table(after.read(), "Training part after its jobs: figures, certificates, ablations")],
         "certificates": certificates,
         "functional_sinks": functional["rows"],
         "runs": {f"{k}-{l}x{h}": _run_digest(s, [j.run_id for g, j in planned if (g.run.kind, g.run.layers,
                                                                                   g.run.heads) == (k, l, h)])
                  for (k, l, h), s in summaries.items()},
         "plan": {"workers": workers, "estimated_makespan_s": round(makespan, 1),
+                 "formulation": {"name": formulation[0], "chosen_by": formulation[1]},
                  "jobs": [{"run": _label(g), "seeds": list(g.seeds), "run_id": j.run_id} for g, j in planned]},
         "budget_note": __doc__.split("Budgets: ")[1].split("\n\n")[0].strip(),
     }
