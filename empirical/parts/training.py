@@ -1,4 +1,4 @@
-"""The ``training`` part of ``sinks reproduce``: the six reference runs of SPEC section 4 (1 layer,
+"""The ``training`` part of ``sinks reproduce``: the six reference runs of constructions/SPEC.md section 4 (1 layer,
 2 x 2, 4 x 4; softmax and ReLU), their sink metrics over seeds, certified bounds and figures.
 
 Budgets: the default is the full reference: every one of the six settings on 5 seeds (0-4), cap
@@ -25,7 +25,7 @@ from typing import Any
 TEST = "tests/test_train.py"
 JOB_FN = "empirical.train:train_job"
 
-# SPEC section 4, as reported there (steps to stop, BOS mass at non-trigger queries).
+# constructions/SPEC.md section 4, as reported there (steps to stop, BOS mass at non-trigger queries).
 SPEC_VALUES = {
     ("softmax", 1, 1): ("~900", "0.9998"),
     ("relu", 1, 1): ("~700", "0 exactly"),
@@ -47,7 +47,7 @@ class Run:
 
 
 SEEDS = (0, 1, 2, 3, 4)
-CAP = 50_000  # SPEC section 4
+CAP = 50_000  # constructions/SPEC.md section 4
 DEFAULT_RUNS = tuple(Run(kind, layers, layers, SEEDS, CAP) for layers in (4, 2, 1) for kind in ("softmax", "relu"))
 QUICK_RUNS = (
     Run("softmax", 1, 1, (0, 1), CAP),
@@ -219,7 +219,7 @@ def _runs_table(summaries: dict) -> dict:
             mass, bound, spec_steps, spec_mass,
         ])
     return {
-        "title": "Reference runs (SPEC section 4) next to SPEC's values (mean ± std over seeds)",
+        "title": "Reference runs (constructions/SPEC.md section 4) next to SPEC's values (mean ± std over seeds)",
         "columns": ["run", "seeds", "steps to stop (this run)", "eval max-abs error",
                     "BOS mass at non-trigger queries", "certified bound (single head)", "SPEC steps", "SPEC BOS mass"],
         "rows": rows,
@@ -319,7 +319,8 @@ def _bound_claim(s: dict, figures: dict) -> dict:
     b = [m["layers"][0][0]["bound"] for m in s["members"]]
     violations = sum(x["violations"] for x in b)
     return {
-        "claim": "Certified sink bound a_i0 >= (delta_i - ||o_i||)/(delta_i + ||u_0||) (SPEC section 3) never exceeds "
+        "claim": "Certified sink bound a_i0 >= (delta_i - ||o_i||)/(delta_i + ||u_0||) (constructions/SPEC.md "
+                 "section 3) never exceeds "
                  "the measured BOS mass on the trained single-layer softmax heads, and is close to 1",
         "verdict": "verified numerically" if violations == 0 else "refuted",
         "evidence": (f"{len(b)} seeds x {s['eval']['sequences']} sequences x 14 non-trigger queries: violations "
