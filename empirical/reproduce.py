@@ -15,7 +15,8 @@ long part keeps its own finished runs with ``empirical.sweep.run_sweep`` (e.g. u
 ``results_dir / "runs" / <part>``) so that an interrupted part resumes run by run.
 
 ``build_report(results_dir)`` writes ``REPORT.md`` from the part files only, so the report can be
-rebuilt (``sinks report``) without running anything.
+rebuilt (``sinks report``) without running anything, and beside it ``claims.json``, the part of
+the run that the READMEs' generated tables quote (``empirical.published``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,24 @@ from constructions.errors import BadInput
 from constructions.files import provenance, to_jsonable, write_atomic, write_json
 
 PARTS = ("proofs", "constructions", "smt", "training", "beyond")
-VERDICTS = ("proved", "verified exactly", "verified numerically", "observed", "refuted", "unknown", "failed")
+# The report's one vocabulary: every claim's verdict is one of these words, defined here once; the
+# report's header, the READMEs' claims tables and tests/test_vocabulary.py read this table.
+VERDICT_MEANINGS = {
+    "proved": "a proof for every input of the stated class: sympy certificates, or z3 UNSAT on a finite "
+              "instance (its LP steps checked exactly in fractions)",
+    "verified exactly": "exact or interval arithmetic on every input of a named finite instance or explicit "
+                        "construction, or a certificate over every input that decides the claim",
+    "verified numerically": "floating point on the stated inputs, within the stated margins",
+    "observed": "trained models, over seeds: the claim's stated criterion held in every seed",
+    "not met": "trained models, over seeds: the claim's stated criterion (a SPEC expectation) failed in some "
+               "seed; a measurement, not a mathematical refutation",
+    "refuted": "a mathematical counterexample: an exact construction, a replayed SMT model or a replayed "
+               "witness input",
+    "unknown": "not decided: a solver's unknown or timeout, a certificate too weak to decide, or runs that "
+               "did not converge",
+    "failed": "the check did not run to completion, or a construction failed its own check",
+}
+VERDICTS = tuple(VERDICT_MEANINGS)
 REPORT = "REPORT.md"
 
 
@@ -154,6 +172,7 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
             "claim": f"part '{name}' runs to completion", "verdict": "failed", "evidence": message,
             "test": "", "command": f"sinks reproduce --only {name}", "figures": []}])
     record["wall_s"] = round(time.perf_counter() - start, 2)
+    record["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     record["provenance"] = provenance(config, None, device)
     write_json(part_path(results_dir, name), record)
     return record["status"]
@@ -237,16 +256,29 @@ def build_report(results_dir: str | Path) -> Path:
         "# Reproduction report",
         "",
         "Built from the part files in this folder (`<part>.json`, written by `sinks reproduce`); "
-        "rebuild it with `sinks report --results <folder>`. Verdicts: *proved* (symbolic proof), "
-        "*verified exactly* (exact arithmetic on finite instances or explicit constructions), "
-        "*verified numerically* (floating point with margins), *observed* (training, over seeds), "
-        "*refuted*, *unknown* (e.g. solver timeout), *failed* (the check did not run).",
+        "rebuild it with `sinks report --results <folder>`. SPEC is the project's specification, "
+        "constructions/SPEC.md (section 4: the reference results set beside the runs). Verdicts: "
+        + "; ".join(f"*{word}*: {meaning}" for word, meaning in VERDICT_MEANINGS.items()) + ".",
         *_parts_section(results_dir, records),
         *_claims_section(results_dir, records),
         *_tables_section(records),
     ]
     text = "\n".join(lines) + "\n"
+    _write_digest(results_dir)
     return write_atomic(results_dir / REPORT, lambda f: f.write(text))
+
+
+def _write_digest(results_dir: Path) -> None:
+    """``claims.json``: what the READMEs' generated tables read from this run (``empirical.published``).
+    A builder that breaks on this run must not cost the report, so it is said on stderr instead."""
+    import sys
+
+    from empirical import published
+
+    try:
+        published.write_digest(results_dir)
+    except Exception as e:  # noqa: BLE001 -- reported, and the report is still written
+        print(f"sinks: {results_dir / published.DIGEST} not written: {type(e).__name__}: {e}", file=sys.stderr)
 
 
 def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:
