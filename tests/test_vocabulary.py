@@ -99,3 +99,31 @@ def test_the_readmes_list_the_vocabulary():
     assert "proved / verified exactly / verified numerically / observed / not met / refuted / unknown / failed" in \
         " ".join(readme.split())
     assert " / ".join(VERDICTS) in " ".join(readme.split())
+
+
+def _cited_tests(text: str) -> list[tuple[str, str]]:
+    """(file, test function) of every "tests/x.py::name" citation, "::name" continuing the last file."""
+    import re
+
+    out, last = [], None
+    for path, name in re.findall(r"(tests/[\w/]+\.py)?::(test_\w+)", text):
+        last = path or last
+        out.append((last, name))
+    return out
+
+
+def test_every_cited_test_exists():
+    """The test column names tests that exist (in the README's claims table and in the claims the
+    parts write), so a renamed test cannot leave a claim pointing at nothing."""
+    import importlib
+
+    _, rows = published._render_all(published.tracked.track(published.committed()["inputs"])[0])["claims"]
+    sources = ["\n".join(r[2] for r in rows)]
+    for path in CLAIM_WRITERS:  # the modules' f"{TEST}::name" citations, with TEST filled in
+        module = importlib.import_module(f"empirical.{'parts.' if path.parent.name == 'parts' else ''}{path.stem}")
+        text = path.read_text().replace("{PROVED}", "{TEST}::test_statement_is_proved")
+        sources.append(text.replace("{TEST}::", f"{getattr(module, 'TEST', '')}::"))
+    cited = [c for text in sources for c in _cited_tests(text) if c[0]]
+    assert len(cited) > 20
+    for path, name in cited:
+        assert f"def {name}(" in (ROOT / path).read_text(), f"{path}::{name} is cited but does not exist"

@@ -26,6 +26,7 @@ What "prediction held" means (``predict``):
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -209,31 +210,37 @@ def tradeoff_plot(constructions: dict[str, dict]):
     from empirical.figures import _plt
 
     plt = _plt()
-    fig, (ax_err, ax_bos) = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
+    fig, (ax_err, ax_bos) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
     markers = ("o", "s", "^", "D", "v", "P", "X")
     curves = [(name, c["curve"], m) for (name, c), m in zip(constructions.items(), markers * 2)]
     for ax, key in ((ax_err, "max_error"), (ax_bos, "max_bos_mass")):
-        zero_line = min((p[key] for _, curve, _ in curves for p in curve if p[key] > 0), default=1.0) / 100
+        values = [p[key] for _, curve, _ in curves for p in curve]
+        if any(v == 0 for v in values):  # a symlog axis has a real 0, linear just below the smallest value
+            smallest = min((v for v in values if v > 0), default=1.0)
+            low = math.floor(math.log10(smallest)) - 1
+            ax.set_yscale("symlog", linthresh=10.0 ** low, linscale=0.4)
+            ticks = [0.0] + [10.0 ** k for k in range(low + 2, 1, 2)]
+            ax.set_yticks(ticks, ["0 (exact)"] + [f"$10^{{{k}}}$" for k in range(low + 2, 1, 2)])
+            ax.set_ylim(-10.0 ** low, 5)
+            ax.axhline(0, color="grey", lw=0.6, ls=":")
+        else:
+            ax.set_yscale("log")
         for name, curve, marker in curves:
             positive = [p for p in curve if p[key] > 0]
-            line, = ax.semilogy([p["gap"] for p in positive], [p[key] for p in positive], marker=marker, label=name,
-                                fillstyle="none", markersize=7)
+            line, = ax.plot([p["gap"] for p in positive], [p[key] for p in positive], marker=marker, label=name,
+                            fillstyle="none", markersize=7)
             zeros = [p["gap"] for p in curve if p[key] == 0]
-            if zeros:  # an exact zero has no place on a log axis: drawn on its own line, marked
-                ax.semilogy(zeros, [zero_line] * len(zeros), marker=marker, ls="none", color=line.get_color(),
-                            markersize=8, label=f"{name}: exactly 0")
-        if any(p[key] == 0 for _, curve, _ in curves for p in curve):
-            ax.axhline(zero_line, color="grey", lw=0.6, ls=":")
-            ax.text(0.01, zero_line, "  = 0 (exact)", transform=ax.get_yaxis_transform(), fontsize=7, va="bottom",
-                    color="grey")
+            if zeros:
+                ax.plot(zeros, [0.0] * len(zeros), marker=marker, ls="none", color=line.get_color(), markersize=8,
+                        label=f"{name}: exactly 0")
     gaps = [p["gap"] for p in next(iter(constructions.values()))["curve"]]
-    ax_err.semilogy(gaps, [float(softmax_head.max_error(g, 16)) for g in gaps], "k--", lw=1, label="softmax (BOS sink)")
-    ax_bos.semilogy(gaps, [float(softmax_head.bos_mass(g, 15)) for g in gaps], "k--", lw=1,
+    ax_err.plot(gaps, [float(softmax_head.max_error(g, 16)) for g in gaps], "k--", lw=1, label="softmax (BOS sink)")
+    ax_bos.plot(gaps, [float(softmax_head.bos_mass(g, 15)) for g in gaps], "k--", lw=1,
                     label="softmax: min non-trigger BOS mass (-> 1)")
     ax_err.set(xlabel="gap g", ylabel="certified worst-case max-abs error (L=16)", title="error")
     ax_bos.set(xlabel="gap g", ylabel="max BOS mass at queries >= 1", title="BOS mass")
-    ax_err.legend(fontsize=7)
-    ax_bos.legend(fontsize=7)
+    ax_err.legend(fontsize=7, loc="lower left")
+    ax_bos.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 

@@ -153,13 +153,13 @@ def _multihead_claims(exact: dict) -> list[dict]:
              f"{v.construction}, {_describe(v)} (evaluator = closed forms in Q(e^beta), error 0 off the trigger; "
              f"worst case {v.details['closed_form_worst_error']:.3g} certified); BOS mass <= 1/2 off the trigger, "
              f"head 2 at the trigger {v.details['max_bos_mass_at_trigger']:.6f}" for v in pair),
-         "test": f"{TEST}::test_cancelling_pair_is_exact_in_q_e_beta", "command": "sinks construct cancelling --beta 10",
+         "test": "tests/test_cancelling_heads.py::test_cancelling_pair_is_exact_in_q_e_beta", "command": "sinks construct cancelling --beta 10",
          "figures": []},
         {"id": "question_a_interpolating", "claim": "Question (a) refuted: softmax heads that solve the task with error exactly 0 and no BOS mass near 1 "
                   "at any query i >= 1, the trigger included (two heads at L = 4, L - 1 heads at any L)",
          "verdict": _verdict(interp),
          "evidence": "; ".join(f"{v.construction}, {_describe(v)} (sympy, output = target exactly)" for v in interp),
-         "test": f"{TEST}::test_interpolating_heads_have_zero_error", "command": "sinks construct interpolating --L 4",
+         "test": "tests/test_cancelling_heads.py::test_interpolating_heads_have_zero_error", "command": "sinks construct interpolating --L 4",
          "figures": []},
     ]
 

@@ -178,9 +178,9 @@ def rendered(claims: dict[str, Any]) -> dict[str, str]:
     view, _ = track(claims["inputs"])
     try:
         built = _render_all(view)
-    except KeyError as e:
-        raise BadInput(f"claims.json lacks {e} that a builder reads: regenerate it from a results folder "
-                       "(sinks report --results DIR --publish)") from None
+    except (KeyError, IndexError, TypeError, AttributeError) as e:  # a field the record does not hold
+        raise BadInput(f"claims.json lacks what a builder reads ({type(e).__name__}: {e}): regenerate it from a "
+                       "results folder (sinks report --results DIR --publish)") from None
     return {name: render(name, b, claims["provenance"]) for name, b in built.items()}
 
 
