@@ -67,8 +67,9 @@ def pattern_maps(summaries: Sequence[dict[str, Any]], path: str | Path, member: 
     """Mean (top) and standard deviation (bottom) of one head's pattern, one column per summary
     (softmax beside ReLU), for ensemble member ``member``."""
     plt = _plt()
-    fig, axes = plt.subplots(2, len(summaries), figsize=(4.6 * len(summaries), 8.2), squeeze=False,
+    fig, axes = plt.subplots(2, len(summaries), figsize=(5.2 * len(summaries), 8.4), squeeze=False,
                              layout="constrained")
+    fig.get_layout_engine().set(wspace=0.08)
     for col, s in enumerate(summaries):
         ev = s["eval"]
         for row, stat in enumerate(("mean", "std")):
@@ -83,6 +84,8 @@ def pattern_maps(summaries: Sequence[dict[str, Any]], path: str | Path, member: 
 def _colorbar(fig, im, ax, label: str):
     bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
     bar.ax.tick_params(labelsize=6)
+    bar.formatter.set_powerlimits((-2, 3))  # 1.5e-4 as 1.5 with a x1e-4 offset: narrow tick labels
+    bar.ax.yaxis.get_offset_text().set_fontsize(6)
     bar.set_label(label, fontsize=7)
     return bar
 

@@ -117,8 +117,10 @@ def smt(R: Records) -> str:
     verdict = _verdict(*({"verdict": v} for _k, _n, v, _s, _q in found))
     cells = "; ".join(f"K = {k}, length {n}: {v} ({steps} queries, {s:.1f} s)" for k, n, v, s, steps in found)
     theta = d.get("theta_star")
-    theta_cell = ("theta* before the trigger (K = 2, eps = 1/100): " + ", ".join(
-        f"length {t['length']}: BOS mass >= 1 - {t['(1-theta*)/eps in'][1]} eps proved" for t in theta)
+    theta_cell = ("theta* before the trigger (K = 2, eps = 1/100; proved, and not proved one bisection step "
+                  "further): " + ", ".join(f"length {t['length']}: BOS mass >= {t['theta_proved']} = 1 - "
+                                           f"{t['(1-theta*)/eps in'][1]} eps proved, 1 - {t['(1-theta*)/eps in'][0]} "
+                                           "eps not" for t in theta)
         if theta else "theta*: not in this run (default `sinks reproduce --only smt`)")
     tallies = [s["recheck"] for s in d["searches"] if s.get("recheck")]
     recheck = (d.get("recheck") or "; ".join(
@@ -281,7 +283,10 @@ def softpick(R: Records) -> str:
     c = R.details("beyond")["constructions"]["softpick"]
     p = c["curve"][-1]
     ref, nob = _beyond_run(R, "softpick", "reference"), _beyond_run(R, "softpick", "no_bos")
-    smt_kinds = R.details("smt").get("kinds") or {}
+    try:
+        smt_kinds = R.details("smt").get("kinds") or {}
+    except NotInRun:
+        smt_kinds = {}
     smt_cell = (f"SMT {smt_kinds['softpick']['status']} (K = 2, length 3)" if "softpick" in smt_kinds
                 else "SMT: not in this run (default `sinks reproduce --only smt`)")
     kind = R.claim("beyond", "beyond_kind_softpick")
