@@ -15,8 +15,9 @@ long part keeps its own finished runs with ``empirical.sweep.run_sweep`` (e.g. u
 ``results_dir / "runs" / <part>``) so that an interrupted part resumes run by run.
 
 ``build_report(results_dir)`` writes ``REPORT.md`` from the part files only, so the report can be
-rebuilt (``sinks report``) without running anything, and beside it ``claims.json``, the part of
-the run that the READMEs' generated tables quote (``empirical.published``).
+rebuilt (``sinks report``) without running anything. The commands ``sinks reproduce`` and
+``sinks report`` also write ``claims.json`` beside it, the part of the run that the READMEs'
+generated tables quote (``empirical.published.write_digest``).
 """
 
 from __future__ import annotations
@@ -173,9 +174,25 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
             "test": "", "command": f"sinks reproduce --only {name}", "figures": []}])
     record["wall_s"] = round(time.perf_counter() - start, 2)
     record["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    record["commit"] = git_commit()
     record["provenance"] = provenance(config, None, device)
     write_json(part_path(results_dir, name), record)
     return record["status"]
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, "+ changes" when its tracked files differ from it; None outside git."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + (" + changes" if dirty else "")) or None
 
 
 def reproduce(
@@ -264,21 +281,7 @@ def build_report(results_dir: str | Path) -> Path:
         *_tables_section(records),
     ]
     text = "\n".join(lines) + "\n"
-    _write_digest(results_dir)
     return write_atomic(results_dir / REPORT, lambda f: f.write(text))
-
-
-def _write_digest(results_dir: Path) -> None:
-    """``claims.json``: what the READMEs' generated tables read from this run (``empirical.published``).
-    A builder that breaks on this run must not cost the report, so it is said on stderr instead."""
-    import sys
-
-    from empirical import published
-
-    try:
-        published.write_digest(results_dir)
-    except Exception as e:  # noqa: BLE001 -- reported, and the report is still written
-        print(f"sinks: {results_dir / published.DIGEST} not written: {type(e).__name__}: {e}", file=sys.stderr)
 
 
 def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:

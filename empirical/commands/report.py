@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if not any(part_path(results, name).exists() for name in PARTS):
         raise BadInput(f"no part results ({', '.join(f'{n}.json' for n in PARTS)}) in {results}; run sinks reproduce")
     print(build_report(results))
+    print(published.write_digest(results))
     if args.publish:
         for path in published.publish(results):
             print(path)

@@ -127,6 +127,22 @@ def predict(kind: str, variant: str, shape: tuple[int, int] = (1, 1)) -> tuple[s
     return "no sink needed (reported: training may still use BOS)", None
 
 
+def judged_phrase(kind: str, variant: str, shape: tuple[int, int]) -> str:
+    """What ``predict(kind, variant, shape)`` checks, worded as a claim (``beyond_claims.kind_claim``)."""
+    k = attention.get(kind)
+    where = "" if shape == (1, 1) else f" in {shape[0]}x{shape[1]}"
+    if variant == "no_bos":
+        if k.normalised:
+            return "without BOS no seed reaches the stop rule (no content-free key to park on)"
+        if kind in DIVIDES_BY_POSITION:
+            return (f"without BOS no seed reaches the stop rule and position 0 gets < {NO_SINK}: the divisor "
+                    "max(i, 1) counts position 0 as BOS, a reason unrelated to sinks")
+        return "without BOS training reaches the stop rule in some seed (the row's mass can go nowhere)"
+    if k.normalised:
+        return f"with BOS{where} {'some head' if where else 'the head'} sinks (BOS mass > {SINK}) in every seed"
+    return f"with BOS{where} no seed sinks (BOS mass < {NO_SINK})"
+
+
 SMT_INSTANCE = "K=2, length 3, eps=1/100, theta=1/2"
 
 
@@ -293,7 +309,8 @@ def kind_rows(runs: dict, constructions: dict, kinds: tuple[str, ...] | None = N
         multi = runs.get((kind, "reference", 2, 2))
         checks = [(v, shape, _held(kind, v, shape, s)) for v, shape, s in
                   (("reference", (1, 1), ref), ("no_bos", (1, 1), nob), ("reference", (2, 2), multi))]
-        judged = [(v, shape, held == "yes") for v, shape, held in checks if held is not None]
+        judged = [(v, shape, held == "yes", judged_phrase(kind, v, shape)) for v, shape, held in checks
+                  if held is not None]
         verdicts = [held for _, _, held in checks if held is not None]
         if kind in constructions:
             verdicts.append("yes" if constructions[kind]["verified"] else "NO")

@@ -17,32 +17,15 @@ from constructions import attention
 TEST = "tests/test_beyond_training.py"
 
 
-def judged_phrase(kind: str, variant: str, shape: tuple[int, int]) -> str:
-    """What the prediction of ``beyond.predict(kind, variant, shape)`` says, as a claim."""
-    from .beyond import DIVIDES_BY_POSITION, NO_SINK, SINK
-
-    k = attention.get(kind)
-    where = "" if shape == (1, 1) else f" in {shape[0]}x{shape[1]}"
-    if variant == "no_bos":
-        if k.normalised:
-            return "without BOS no seed reaches the stop rule (no content-free key to park on)"
-        if kind in DIVIDES_BY_POSITION:
-            return (f"without BOS no seed reaches the stop rule and position 0 gets < {NO_SINK}: the divisor "
-                    "max(i, 1) counts position 0 as BOS, a reason unrelated to sinks")
-        return "without BOS training reaches the stop rule in some seed (the row's mass can go nowhere)"
-    if k.normalised:
-        return f"with BOS{where} {'some head' if where else 'the head'} sinks (BOS mass > {SINK}) in every seed"
-    return f"with BOS{where} no seed sinks (BOS mass < {NO_SINK})"
-
-
-def kind_claim(kind: str, judged: list[tuple[str, tuple[int, int], bool]], ref: dict | None, nob: dict | None,
+def kind_claim(kind: str, judged: list[tuple[str, tuple[int, int], bool, str]], ref: dict | None, nob: dict | None,
                multi: dict | None, construction: dict | None) -> dict:
-    """``judged``: (variant, shape, held) of every training prediction that a run decided."""
-    statements = [judged_phrase(kind, v, s) + ("" if ok else " (not met)") for v, s, ok in judged]
+    """``judged``: (variant, shape, held, the prediction as a claim: ``beyond.judged_phrase``) of
+    every training prediction that a run decided."""
+    statements = [phrase + ("" if ok else " (not met)") for _, _, ok, phrase in judged]
     if construction is not None:
         statements.append("a sink-free head verifies exactly" if construction["verified"]
                           else "its sink-free construction failed its own check")
-    if ref is not None and not any(v == "reference" and s == (1, 1) for v, s, _ in judged):
+    if ref is not None and not any(v == "reference" and s == (1, 1) for v, s, _, _ in judged):
         statements.append(f"with BOS available, trained heads put {ref['sink_mean']:.3g} on BOS (mean over "
                           f"{ref['seeds']} seeds; reported, not judged)")
     evidence = []
@@ -61,7 +44,7 @@ def kind_claim(kind: str, judged: list[tuple[str, tuple[int, int], bool]], ref: 
                         f"at gap {p['gap']:g}")
     if construction is not None and not construction["verified"]:
         verdict = "failed"
-    elif not all(ok for _, _, ok in judged):
+    elif not all(ok for _, _, ok, _ in judged):
         verdict = "not met"
     else:
         verdict = "observed" if judged else "verified exactly"

@@ -29,13 +29,12 @@ from __future__ import annotations
 import datetime
 import json
 import re
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from constructions.errors import BadInput
 
+from .records import NotInRun, Records, Table  # noqa: F401 -- the builders' interface
 from .tracked import track
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,45 +42,6 @@ COMMITTED = Path(__file__).resolve().parent / "claims.json"
 DIGEST = "claims.json"
 BEGIN = "<!-- generated: {name}; edit empirical/published/, then run sinks report --publish -->"
 END = "<!-- end generated: {name} -->"
-
-
-class NotInRun(Exception):
-    """A builder's input is not in this run; the message is the cell to print."""
-
-
-class Records:
-    """The part records of one run, as the builders read them."""
-
-    def __init__(self, parts: Any):
-        self.parts = parts
-
-    def part(self, name: str) -> Any:
-        record = self.parts.get(name)
-        if record is None or record.get("status") != "ok":
-            raise NotInRun(f"not in this run (`sinks reproduce --only {name}`)")
-        return record
-
-    def details(self, name: str) -> Any:
-        return self.part(name)["details"]
-
-    def claim(self, part: str, key: str) -> Any:
-        for c in self.part(part)["claims"]:
-            if c.get("id") == key:
-                return c
-        raise NotInRun(f"not in this run (claim {key} of part {part}: the default `sinks reproduce` has it)")
-
-    def table(self, part: str, title_start: str) -> Any:
-        for t in self.part(part)["tables"]:
-            if t["title"].startswith(title_start):
-                return t
-        raise NotInRun(f"not in this run (table '{title_start}' of part {part})")
-
-
-@dataclass(frozen=True)
-class Table:
-    doc: str  # the README (relative to the repository root) that holds the region
-    build: Callable[[Records], tuple[list[str], list[list[str]]]]  # (columns, rows)
-    from_run: bool = True  # False: the table comes from the code alone (no provenance line)
 
 
 def _tables() -> dict[str, Table]:
@@ -119,25 +79,27 @@ def _provenance(parts: dict[str, Any]) -> dict[str, Any]:
     for name, record in parts.items():
         p = record.get("provenance") or {}
         runs[name] = {"status": record.get("status"), "mode": "quick" if (p.get("config") or {}).get("quick") else "default",
-                      "device": p.get("device"), "wall_s": record.get("wall_s"), "finished": record.get("finished")}
+                      "device": p.get("device"), "wall_s": record.get("wall_s"), "finished": record.get("finished"),
+                      "commit": record.get("commit")}
     versions = next((r["provenance"]["versions"] for r in parts.values() if "versions" in r.get("provenance", {})), {})
-    return {"parts": runs, "versions": versions, "commit": _commit(),
+    from empirical.reproduce import git_commit
+
+    return {"parts": runs, "versions": versions, "commit": git_commit(),
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
-def write_digest(results_dir: str | Path) -> Path:
+def write_digest(results_dir: str | Path, log: Callable[[str], None] | None = None) -> Path | None:
+    """Write ``<results>/claims.json``. With ``log``, a builder that breaks on this run is said
+    there instead of raised (the run's report and part files stand without it)."""
     from constructions.files import write_json
 
-    return write_json(Path(results_dir) / DIGEST, digest(results_dir))
+    try:
+        return write_json(Path(results_dir) / DIGEST, digest(results_dir))
+    except Exception as e:  # noqa: BLE001 -- reported to the caller's log when it gives one
+        if log is None:
+            raise
+        log(f"sinks: {Path(results_dir) / DIGEST} not written: {type(e).__name__}: {e}")
+        return None
 
 
 # ----------------------------------------------------------------------------------------
@@ -156,10 +118,13 @@ def provenance_line(prov: dict[str, Any]) -> str:
     device = ", ".join(sorted({str(r.get("device")) for r in runs.values()}))
     mode = "/".join(sorted(modes)) or "no"
     warn = " **(a `--quick` run: fewer seeds and settings than the reference)**" if "quick" in modes else ""
-    return (f"*Generated from a {mode} `sinks reproduce` run{warn} on {device}: parts {parts or 'none'}; recorded in "
-            f"[`empirical/published/claims.json`]({{root}}empirical/published/claims.json) "
-            f"({prov.get('generated', '?')}, commit {prov.get('commit') or '?'}); "
-            f"regenerate with `sinks report --results DIR --publish`.*")
+    finished = sorted(r["finished"] for r in runs.values() if r.get("finished"))
+    commits = sorted({r["commit"] for r in runs.values() if r.get("commit")})
+    when = (f"finished {finished[-1]}" if finished else "finish time not recorded") + (
+        f" at commit {', '.join(commits)}" if commits else "")
+    return (f"*Generated from a {mode} `sinks reproduce` run{warn} on {device}: parts {parts or 'none'}; {when}; "
+            f"recorded in [`empirical/published/claims.json`]({{root}}empirical/published/claims.json) "
+            f"(published {prov.get('generated', '?')}); regenerate with `sinks report --results DIR --publish`.*")
 
 
 def render(name: str, built: tuple[list[str], list[list[str]]], prov: dict[str, Any]) -> str:

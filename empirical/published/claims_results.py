@@ -10,8 +10,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from . import NotInRun, Records
 from .numbers import fmt, pm, span
+from .records import NotInRun, Records
 
 
 def _verdict(*claims: Any) -> str:

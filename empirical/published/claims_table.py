@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import NotInRun, Records
 from .claims_results import (abstaining, certified, functional, normalised, semantics, smt, softpick, sufficiency,
                              t1_bound, t1_observed, t1_proved, t2_observed, t2_refuted, t3, t3_observed, variants)
+from .records import NotInRun, Records
 
 COLUMNS = ["claim", "command", "test", "result file", "result"]
 

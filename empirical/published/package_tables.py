@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import NotInRun, Records, Table
 from .numbers import fmt, span
+from .records import NotInRun, Records, Table
 
 
 def report_table(part: str, title_start: str, columns: list[str] | None = None) -> Callable[[Records], Any]:
