@@ -1,4 +1,4 @@
-"""The trigger-conditional task of SPEC section 1: one definition for proofs, SMT, constructions
+"""The trigger-conditional task of constructions/SPEC.md section 1: one definition for proofs, SMT, constructions
 and training.
 
 A sequence has ``L`` positions; position 0 is BOS. Token ``i`` has ``d`` features:
@@ -21,7 +21,7 @@ Variants (``TaskConfig`` fields whose defaults give the reference task above, un
   (every token up to and including the trigger, divided by j + 1). Triggers stay in {2..L-1}.
 - ``triggers=n``: n distinct trigger positions per sequence, drawn uniformly from {2..L-1}.
   Every trigger t gets the inclusive mean of positions 1..t (earlier triggers included: with
-  the exclusive mean no per-token head can solve it, see notes/smt-feasibility.md F1); every
+  the exclusive mean no per-token head can solve it, finding F1 in proofs/smt/README.md); every
   other position 0 (or x_i with ``residual``). ``Batch.trigger`` holds the first trigger;
   ``trigger_mask(x)`` gives all of them from the trigger flags.
 - ``retrieval=True``: key-query retrieval. The first content coordinate (index
@@ -131,7 +131,7 @@ class TaskConfig:
 
     @property
     def is_reference(self) -> bool:
-        """True for the reference task of SPEC section 1 (no variant switched on)."""
+        """True for the reference task of constructions/SPEC.md section 1 (no variant switched on)."""
         return self.bos and self.triggers == 1 and not self.retrieval
 
     @property
@@ -205,7 +205,7 @@ def averaged_positions(X: Sequence[Sequence[Any]], t: int, bos: bool = True, ret
 
 def target(X: Sequence[Sequence[Any]], j: int | None = None, residual: bool = False,
            bos: bool = True, retrieval: bool = False) -> list[list[Any]]:
-    """The exact target of SPEC section 1 (mean over positions 1..j, BOS excluded).
+    """The exact target of constructions/SPEC.md section 1 (mean over positions 1..j, BOS excluded).
 
     ``j=None`` reads the trigger(s) from the trigger flags (several for the several-triggers
     variant); ``bos`` and ``retrieval`` select those variants (module docstring).

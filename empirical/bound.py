@@ -1,4 +1,4 @@
-"""Certified lower bounds on the sink mass of softmax heads (SPEC section 3).
+"""Certified lower bounds on the sink mass of softmax heads (constructions/SPEC.md section 3).
 
 At a query i of one head with weights a_i on the simplex, write u_k for the value image of key
 k (u_k = W_O^h W_V^h x_k) and o_i = sum_k a_ik u_k for the head's output. Let delta_i be the

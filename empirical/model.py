@@ -1,4 +1,4 @@
-"""The torch models of SPEC section 2, readable in one sitting.
+"""The torch models of constructions/SPEC.md section 2, readable in one sitting.
 
 One class covers both models: ``AttentionModel(kind, d, layers=1, heads=1, residual=False)`` is
 the single-layer single-head model; ``layers=N, heads=H, residual=True`` is the multi-layer

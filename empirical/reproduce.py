@@ -15,7 +15,9 @@ long part keeps its own finished runs with ``empirical.sweep.run_sweep`` (e.g. u
 ``results_dir / "runs" / <part>``) so that an interrupted part resumes run by run.
 
 ``build_report(results_dir)`` writes ``REPORT.md`` from the part files only, so the report can be
-rebuilt (``sinks report``) without running anything.
+rebuilt (``sinks report``) without running anything. The commands ``sinks reproduce`` and
+``sinks report`` also write ``claims.json`` beside it, the part of the run that the READMEs'
+generated tables quote (``empirical.published.write_digest``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,24 @@ from constructions.errors import BadInput
 from constructions.files import provenance, to_jsonable, write_atomic, write_json
 
 PARTS = ("proofs", "constructions", "smt", "training", "beyond")
-VERDICTS = ("proved", "verified exactly", "verified numerically", "observed", "refuted", "unknown", "failed")
+# The report's one vocabulary: every claim's verdict is one of these words, defined here once; the
+# report's header, the READMEs' claims tables and tests/test_vocabulary.py read this table.
+VERDICT_MEANINGS = {
+    "proved": "a proof for every input of the stated class: sympy certificates, or z3 UNSAT on a finite "
+              "instance (its LP steps checked exactly in fractions)",
+    "verified exactly": "exact or interval arithmetic on every input of a named finite instance or explicit "
+                        "construction, or a certificate over every input that decides the claim",
+    "verified numerically": "floating point on the stated inputs, within the stated margins",
+    "observed": "trained models, over seeds: the claim's stated criterion held in every seed",
+    "not met": "trained models, over seeds: the claim's stated criterion (a SPEC expectation) failed in some "
+               "seed; a measurement, not a mathematical refutation",
+    "refuted": "a mathematical counterexample: an exact construction, a replayed SMT model or a replayed "
+               "witness input",
+    "unknown": "not decided: a solver's unknown or timeout, a certificate too weak to decide, or runs that "
+               "did not converge",
+    "failed": "the check did not run to completion, or a construction failed its own check",
+}
+VERDICTS = tuple(VERDICT_MEANINGS)
 REPORT = "REPORT.md"
 
 
@@ -158,9 +177,26 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
     record["wall_s"] = round(time.perf_counter() - start, 2)
     record["usage"] = meter.read()  # CPU time includes the part's worker processes
     record["machine"] = usage.machine()
+    record["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    record["commit"] = git_commit()
     record["provenance"] = provenance(config, None, device)
     write_json(part_path(results_dir, name), record)
     return record["status"]
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, "+ changes" when its tracked files differ from it; None outside git."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + (" + changes" if dirty else "")) or None
 
 
 def reproduce(
@@ -249,10 +285,9 @@ def build_report(results_dir: str | Path) -> Path:
         "# Reproduction report",
         "",
         "Built from the part files in this folder (`<part>.json`, written by `sinks reproduce`); "
-        "rebuild it with `sinks report --results <folder>`. Verdicts: *proved* (symbolic proof), "
-        "*verified exactly* (exact arithmetic on finite instances or explicit constructions), "
-        "*verified numerically* (floating point with margins), *observed* (training, over seeds), "
-        "*refuted*, *unknown* (e.g. solver timeout), *failed* (the check did not run).",
+        "rebuild it with `sinks report --results <folder>`. SPEC is the project's specification, "
+        "constructions/SPEC.md (section 4: the reference results set beside the runs). Verdicts: "
+        + "; ".join(f"*{word}*: {meaning}" for word, meaning in VERDICT_MEANINGS.items()) + ".",
         *_parts_section(results_dir, records),
         *_claims_section(results_dir, records),
         *_tables_section(records),

@@ -1,4 +1,4 @@
-"""Training on the task of SPEC section 1 with the reference optimiser and stop rule (section 4).
+"""Training on the task of constructions/SPEC.md section 1 with the reference optimiser and stop rule (section 4).
 
 ``train(TrainConfig(...)) -> summary`` trains every seed of ``config.seeds`` together in ONE
 ensemble model (a leading seed dimension on every parameter, ``empirical.model``):
@@ -55,7 +55,7 @@ def _is_int(v: Any) -> bool:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """One training setting; ``residual`` and ``lr`` default to SPEC section 4's choice
+    """One training setting; ``residual`` and ``lr`` default to constructions/SPEC.md section 4's choice
     (residual stream and lr 1e-4 for several layers; no residual and lr 1e-3 for one)."""
 
     kind: str = "softmax"

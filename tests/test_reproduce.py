@@ -207,6 +207,7 @@ def test_reproduce_command_runs_the_selected_parts(tmp_path, fake_parts, capsys)
     out = tmp_path / "results"
     assert cli.main(["reproduce", "--quick", "--device", "cpu", "--out", str(out), "--only", "zz_ok"]) == 0
     assert runs(counter) == ["zz_ok"] and (out / "REPORT.md").exists()
+    assert "provenance" in json.loads((out / "claims.json").read_text())  # what the READMEs' tables read
     assert cli.main(["reproduce", "--device", "cpu", "--out", str(out)]) == 1  # a part failed
     assert "parts failed" in capsys.readouterr().err
 

@@ -77,7 +77,7 @@ def test_training_part_end_to_end_at_tiny_caps(tmp_path, capsys):
     assert "not converged at the cap 12: seed(s) 0, 1" in steps_cells[1]
     assert "±" in tables[0]["rows"][0][4] and all("±" in row[2] for row in tables[1]["rows"])
     assert len(tables[1]["rows"]) == 1 + 4  # one head + a 2 x 2 stack
-    assert {c["verdict"] for c in claims} <= {"unknown", "observed", "refuted", "verified numerically"}
+    assert {c["verdict"] for c in claims} <= {"unknown", "observed", "not met", "refuted", "verified numerically"}
     assert not any(c["verdict"] == "observed" and "1-layer" in c["claim"] for c in claims)
     assert details["runs"]["softmax-1x1"]["seeds"] == [0, 1, 2]
     log = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[training]")]
