@@ -30,8 +30,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="iterations of the delta QP per query (default 20; more only tightens the certified bound)")
     p.add_argument("--batch", type=int, default=17, help="texts per forward pass and checkpoint (default 17)")
     p.add_argument("--out", default="results/probe", help="folder for probe.json, pairs.npz and the figures")
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, or auto")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the cores this process owns)")
+    p.add_argument("--device", default="auto", help="auto (CUDA when torch sees a GPU, else cpu), cpu or cuda")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: the cores this process owns; a 135M-parameter model is "
+                        "compute-bound, unlike the task's tiny models, which every other command runs on one thread)")
     p.set_defaults(run=run)
 
 
