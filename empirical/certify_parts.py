@@ -126,6 +126,7 @@ def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = Fals
                      "no evidence either way ('no useful bound'), and a head whose eval-set mean is <= "
                      f"{STACK_SINK_MASS} does not sink ('no sink certified')."}
     claim = {
+        "id": f"stack_{shape[0]}x{shape[1]}",
         "claim": f"Trained {name} softmax stacks: every head that sinks on the eval set (mean non-trigger BOS mass > "
                  f"{STACK_SINK_MASS}) is certified to put >= 0.5 on BOS at every non-trigger query on every input",
         "verdict": "verified exactly" if all_ok else "unknown",
@@ -186,7 +187,7 @@ def _training_claims(certs: list) -> list[dict]:
     below = all(lo > 1 / 120 for _, lo in etas)
     seconds = ", ".join("%.1f" % c["seconds"] for _, c, _ in certs)
     return [
-        {"claim": f"Every trained single-layer softmax head sinks on EVERY input: certified minimum BOS mass > {SINK_MASS} "
+        {"id": "t1_certified", "claim": f"Every trained single-layer softmax head sinks on EVERY input: certified minimum BOS mass > {SINK_MASS} "
                   "at every non-trigger query over all trigger positions and contents",
          "verdict": sink_verdict(mins, [_witness_min(c) for _, c, _ in certs]),
          "evidence": (f"certified min a_i0 per seed {', '.join(_fmt(m, 6) for m in mins)} (interval arithmetic, "
@@ -194,7 +195,7 @@ def _training_claims(certs: list) -> list[dict]:
                       f"{len(certs)} heads); seconds per head {seconds}"),
          "test": f"{TEST}::test_certified_min_is_below_every_enumerated_input_and_witness_replays", "command": COMMAND,
          "figures": []},
-        {"claim": "T1 end to end on trained heads: with the certified worst-case error eta_up, T1's bound holds "
+        {"id": "t1_end_to_end", "claim": "T1 end to end on trained heads: with the certified worst-case error eta_up, T1's bound holds "
                   "where T1 applies",
          "verdict": "refuted" if refuted else ("verified exactly" if any("consistent" in o for o in overall) else "unknown"),
          "evidence": (f"eta_up / eta_lo per seed {', '.join(f'{u:.3g}/{lo:.3g}' for u, lo in etas)}; T1 check "
@@ -233,6 +234,7 @@ def construction_certificates(d: int = 16, L: int = 16, beta: int = 10, gap: int
         rows.append([f"{name} gap = {gap}", "max BOS mass / max error, every input", f"{p.max_bos_mass:.3g} / {p.max_error:.3g}",
                      "-> 0 / 0 as gap -> oo (abstaining_heads.verify_limit)"])
     claim = {
+        "id": "constructions_certified",
         "claim": "Certified over every input, the constructions match their closed forms: softmax BOS-gap head "
                  "min a_i0 = e^b/(e^b + L - 1), eta = max((L-1)/(e^b+L-1), e^-b/(2+e^-b)); ReLU head BOS weight 0",
         "verdict": "verified exactly" if soft_ok and relu["max_bos_weight"] == 0 else "failed",
