@@ -285,6 +285,24 @@ def test_report_says_no_useful_bound_or_no_sink_and_claims_only_what_is_certifie
     _, claim, rows = stack_certificates(summary_of(net, WEAK[1], quiet), (2, 2))
     assert all(r[5].startswith("no sink certified") for r in rows if (int(r[1][1]), int(r[1][3])) in short)
     assert claim["verdict"] == "verified exactly"
+    _claims_table_quotes(claim)
+
+
+def _claims_table_quotes(claim):
+    """The top README's claims-table cell quotes a stack claim by its id (``stack_2x2``), with its
+    verdict and the per-seed counts, and leaves it out when the run has none."""
+    import copy
+
+    from empirical import published
+    from empirical.published import claims_results
+    from empirical.published.records import Records
+
+    parts = copy.deepcopy(published.committed()["inputs"])
+    parts["training"]["claims"] = [c for c in parts["training"]["claims"] if not c.get("id", "").startswith("stack_")]
+    assert "trained stacks" not in claims_results.certified(Records(parts))
+    parts["training"]["claims"].append(claim)
+    text = claims_results.certified(Records(parts))
+    assert claim["id"] == "stack_2x2" and "2 x 2 " + claim["verdict"] + " (heads certified / heads sinking per seed: seed 0 " in text
 
 
 @pytest.mark.parametrize("s", [+1, -1])

@@ -53,8 +53,9 @@ def _print(label: str, cert: dict, rows: list) -> None:
         print("  " + " | ".join(STACK_COLUMNS))
         for r in rows:
             print("  " + " | ".join(_fmt(v) for v in r))
-        print(f"  non-vacuous heads: {cert['non_vacuous_fraction']:.2f} (certified >= {cert['sink_level']} at every "
-              f"non-trigger query); non-vacuous (head, query position) pairs: {cert['non_vacuous_query_fraction']:.2f}")
+        print(f"  heads with a sink certified: {cert['non_vacuous_fraction']:.2f} (>= {cert['sink_level']:g} at every "
+              f"non-trigger query); (head, query position) pairs certified >= {cert['sink_level']:g}: "
+              f"{cert['non_vacuous_query_fraction']:.2f}")
         return
     print("  " + " | ".join(COLUMNS))
     for r in rows:
