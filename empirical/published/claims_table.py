@@ -97,7 +97,7 @@ ROWS = (
         "sink level), its worst-case error eta bracketed and T1 checked end to end; constructions certify to their "
         "closed forms; 2 x 2 and 4 x 4 stacks per head ([`proofs/certify/`](proofs/certify/))",
         "`sinks certify WEIGHTS`, `sinks reproduce --only training constructions`",
-        "`tests/test_certify.py`, `tests/test_certify_cli.py`",
+        "`tests/test_certify.py`, `tests/test_certify_cli.py`, `tests/test_certify_stack.py`",
         "`results/training.json`, `results/constructions.json`, `results/certify/certify.json`", certified),
     Row("T2 observed: what training finds (the task does not force it: T2 is refuted above): in trained softmax stacks "
         "some head sinks", "`sinks reproduce --only training`, `sinks train --layers 4 --heads 4 --seeds 0 1 2 3 4`",
