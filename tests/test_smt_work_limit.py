@@ -164,6 +164,7 @@ def test_theta_star_runs_under_the_work_limit_and_records_each_steps_work():
     assert ts.theta_proved == "24/25" and ts.rlimit == RLIMIT
     assert all(0 < e["work_max"] < RLIMIT and e["at_limit"] == 0 for e in ts.iterations)
     assert ts.work_max == max(e["work_max"] for e in ts.iterations)
+    assert ts.queries == sum(e["queries"] for e in ts.iterations) > 0 and all(e["work_at"] for e in ts.iterations)
 
 
 def test_a_clock_stop_under_a_work_limit_is_reported_and_never_a_finding(monkeypatch):

@@ -8,7 +8,7 @@ replayed on every sequence; an unknown is reported as unknown. Each proof's evid
 vouches for its steps (z3, an exactly checked LP certificate, cvc5 agreeing).
 
 No verdict here depends on the machine's speed: every z3 query runs under the work limit
-``hardkill.RLIMIT`` (z3's rlimit, the same count on every machine; 4.85x the largest need of a
+``hardkill.RLIMIT`` (z3's rlimit, the same count on every machine; 2.5x the largest need of a
 decided query of this part, measured: proofs/smt/README.md), cvc5 under ``recheck.CVC5_RLIMIT``,
 and the wall clock (``hardkill.SAFETY_S`` per query) is only the safety net against a hang: where it
 fires, the step is unknown and the claim's evidence says so. ``results/smt.json`` records, per
@@ -220,7 +220,8 @@ def _theta_table(eps: Fraction, work: list, limits: dict) -> list[dict]:
                       "hi_status": next((e["status"] for e in ts.iterations if e["theta"] == ts.theta_refuted), None),
                       "seconds": round(ts.seconds, 1), "work_max": ts.work_max, "at_limit": ts.at_limit,
                       "rlimit": ts.rlimit, "safety_net": ts.safety_net, "steps": ts.iterations})
+        at = max(ts.iterations, key=lambda e: e["work_max"] or 0)
         work.append({"step": f"theta* K=2 length={n} pre-trigger ({len(ts.iterations)} searches)",
-                     "max_units": ts.work_max, "limit": ts.rlimit, "at_limit": ts.at_limit,
-                     "safety_net": ts.safety_net})
+                     "queries": ts.queries, "max_units": ts.work_max, "at": f"g = {at['g']}: {at['work_at']}",
+                     "limit": ts.rlimit, "at_limit": ts.at_limit, "safety_net": ts.safety_net})
     return table

@@ -30,13 +30,14 @@ from typing import Any
 
 GRACE_S = 1.0  # how long past its own timeout z3 may take to answer before it is killed
 # The work budget of callers whose verdicts must not depend on the machine (the tests, the smt
-# part of ``sinks reproduce``, theta_star): z3 resource units per check, ~5x (4.85x) the most any
-# decided query of the test suite or of that part needs (2,059,891: the margin re-solve that
-# confirms theta* < 1 - 2 eps at K = 2, length 3, before the trigger; tests/test_smt_thresholds.py
-# and the part's theta* table; the part's other queries need at most 886,389, proofs/smt/README.md),
-# with SAFETY_S seconds per check only as the net against a hang: 40x what that largest decided
-# query took at load ~9 (14 s), and above what a query stopped at RLIMIT takes (a query run to
-# 2 x RLIMIT took 275-420 s at load ~9.5), so that the work limit, not the clock, decides every
+# part of ``sinks reproduce``, theta_star): z3 resource units per check, 4.85x the most any
+# decided query of the test suite needs (2,059,891: the margin re-solve that confirms
+# theta* < 1 - 2 eps at K = 2, length 3, before the trigger; tests/test_smt_thresholds.py) and
+# 2.5x the most one of that part needs (3,962,755: a query of theta*'s g = 2 step at length 6,
+# a step that ends candidate; outside theta* the part's queries need at most 886,389;
+# proofs/smt/README.md). SAFETY_S seconds per check is only the net against a hang: 40x what the
+# 2.06M query took at load ~9 (14 s), and above what a query stopped at RLIMIT takes (a query run
+# to 2 x RLIMIT took 275-420 s at load ~9.5), so that the work limit, not the clock, decides every
 # unknown; where the clock fires anyway, the callers report it (``clock_fired``).
 RLIMIT = 10_000_000
 SAFETY_S = 600.0

@@ -33,6 +33,7 @@ class ThetaStar:
     rlimit: int | None = None  # z3's work limit per query
     work_max: int = 0  # the most z3 work units a decided query (sat / unsat) of the bisection needed
     at_limit: int = 0  # queries the work limit stopped (unknown), over all steps
+    queries: int = 0  # z3 queries over all steps
     safety_net: int = 0  # bisection steps where the wall clock stopped a query (each then not proved)
 
 
@@ -56,12 +57,14 @@ def theta_star(inst: Instance, method: str = "chain", timeout_s: float = SAFETY_
         r = search_counterexample(inst, 1 - g * eps, method, timeout_s, rlimit=rlimit)
         work = r.work()
         log.append({"g": str(g), "theta": str(1 - g * eps), "status": r.status, "seconds": round(r.seconds, 3),
-                    "work_max": work["max_units"], "at_limit": work["at_limit"], "safety_net": r.safety_net})
+                    "queries": len(r.steps), "work_max": work["max_units"], "work_at": work["at"],
+                    "at_limit": work["at_limit"], "safety_net": r.safety_net})
         return r.status
 
     def finish(*fields) -> ThetaStar:
         done = ThetaStar(*fields, time.perf_counter() - start, log, rlimit)
         done.work_max = max((e["work_max"] or 0 for e in log), default=0)
+        done.queries = sum(e["queries"] for e in log)
         done.at_limit = sum(e["at_limit"] for e in log)
         done.safety_net = sum(bool(e["safety_net"]) for e in log)
         return done
