@@ -14,7 +14,7 @@ import sys
 
 from constructions.errors import BadInput
 
-COMMANDS = ("reproduce", "prove", "construct", "search", "train", "certify", "beyond", "sweep", "report", "task")
+COMMANDS = ("reproduce", "prove", "construct", "search", "train", "certify", "beyond", "sweep", "report", "task", "probe")
 
 
 class OneLineParser(argparse.ArgumentParser):

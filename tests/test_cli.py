@@ -40,7 +40,7 @@ def test_cli_does_not_load_torch_for_exact_commands():
     assert r.stdout.strip().endswith("False"), r.stdout + r.stderr
 
 
-POSITIONAL = {"certify": ["w.json"], "sweep": ["jobs.json"], "construct": ["relu"]}
+POSITIONAL = {"certify": ["w.json"], "sweep": ["jobs.json"], "construct": ["relu"], "probe": ["smollm2"]}
 
 
 @pytest.mark.parametrize("name", cli.COMMANDS)

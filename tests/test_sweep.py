@@ -261,3 +261,15 @@ def test_every_registered_job_imports_and_declares_its_config():
         assert dataclasses.is_dataclass(sweep.config_class(fn)), name
     with pytest.raises(BadInput, match="not a registered job"):
         sweep.resolve_fn("empirical.train:train")  # importable, not registered
+
+
+def test_a_record_holds_the_jobs_wall_and_cpu_time_and_the_load(tmp_path):
+    """The worker measures its own job: a sleeping job costs wall time and (almost) no CPU time."""
+    jobs = echo_jobs(2, sleep_s=0.3)
+    outcome = run_sweep(jobs, tmp_path, backend="process", workers=2)
+    assert outcome.ok
+    for job in jobs:
+        record = load_record(tmp_path, job)
+        usage = record["usage"]
+        assert usage["wall_s"] >= 0.3 and 0 <= usage["cpu_s"] < usage["wall_s"]
+        assert usage["load_start"] is not None and usage["load_end"] is not None

@@ -63,7 +63,7 @@ def test_a_member_has_the_numbers_of_the_single_run_of_its_seed_in_any_group():
 def _untimed(part_output):
     """The part's tables without their wall-time columns (a measurement, not a result)."""
     tables = reproduce.plain(part_output)["tables"]
-    keep = [[i for i, c in enumerate(t["columns"]) if c != "seconds"] for t in tables]
+    keep = [[i for i, c in enumerate(t["columns"]) if c not in ("seconds", "wall s", "CPU s")] for t in tables]
     return [{**t, "rows": [[row[i] for i in k] for row in t["rows"]]} for t, k in zip(tables, keep)]
 
 
@@ -77,12 +77,17 @@ def test_training_part_end_to_end_at_tiny_caps(tmp_path, capsys):
     assert "not converged at the cap 12: seed(s) 0, 1" in steps_cells[1]
     assert "±" in tables[0]["rows"][0][4] and all("±" in row[2] for row in tables[1]["rows"])
     assert len(tables[1]["rows"]) == 1 + 4  # one head + a 2 x 2 stack
-    assert {c["verdict"] for c in claims} <= {"unknown", "observed", "refuted", "verified numerically"}
+    assert {c["verdict"] for c in claims} <= {"unknown", "observed", "not met", "refuted", "verified numerically"}
     assert not any(c["verdict"] == "observed" and "1-layer" in c["claim"] for c in claims)
     assert details["runs"]["softmax-1x1"]["seeds"] == [0, 1, 2]
     log = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[training]")]
     assert log and log[-1].startswith(f"[training] {len(details['plan']['jobs'])}/{len(details['plan']['jobs'])} "
                                       "jobs finished")  # stderr is not a terminal here: plain lines
+    jobs_table, after_table = tables[-2], tables[-1]  # what each job and the part's own work cost
+    assert len(jobs_table["rows"]) == len(details["plan"]["jobs"])
+    assert all("/" in row[2] and "/" in row[5] and "→" in row[6] for row in jobs_table["rows"])
+    assert [row[0] for row in after_table["rows"]] == ["figures", "certificates", "ablations"]
+    assert details["plan"]["formulation"] == {"name": "bmm", "chosen_by": "environment"}
     # A rerun reuses every job's record and gives the same part output.
     again = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=2, **SMALL)
     assert _untimed(again) == _untimed(out)

@@ -47,11 +47,13 @@ def _print(label: str, cert: dict, rows: list) -> None:
               f"non-trigger row mass <= {cert['max_row_mass_nontrigger']:.3g}")
         return
     if cert["type"] == "stack":
+        from empirical.certify import stack_head_label
+
         for h in cert["heads"]:
             print(f"  L{h['layer']}H{h['head']}: certified min BOS mass {h['min_bos_certified']:.6g}"
-                  f" ({'non-vacuous' if h['non_vacuous'] else 'vacuous'}, level {cert['sink_level']})")
-        print(f"  non-vacuous heads: {cert['non_vacuous_fraction']:.2f}; non-vacuous (head, query position) pairs: "
-              f"{cert['non_vacuous_query_fraction']:.2f}")
+                  f" ({stack_head_label(h['non_vacuous'], cert['sink_level'])})")
+        print(f"  heads with a sink certified: {cert['non_vacuous_fraction']:.2f}; (head, query position) pairs "
+              f"certified >= {cert['sink_level']:g}: {cert['non_vacuous_query_fraction']:.2f}")
         return
     print("  " + " | ".join(COLUMNS))
     for r in rows:

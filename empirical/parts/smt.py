@@ -32,8 +32,8 @@ TEST = "tests/test_smt.py"
 LIMITS = {"timeout_s": SAFETY_S, "rlimit": RLIMIT}
 
 
-def _claim(claim: str, verdict: str, evidence: str, test: str, command: str) -> dict:
-    return {"claim": claim, "verdict": verdict, "evidence": evidence, "test": f"{TEST}::{test}",
+def _claim(claim: str, verdict: str, evidence: str, test: str, command: str, key: str = "") -> dict:
+    return {**({"id": key} if key else {}), "claim": claim, "verdict": verdict, "evidence": evidence, "test": f"{TEST}::{test}",
             "command": command, "figures": []}
 
 
@@ -83,7 +83,8 @@ def _proof_claim(k: int, n: int, eps: Fraction, recheck_with: str | None = None,
         f"{r.status}: {unsat}/{len(r.steps)} queries UNSAT (value box + one query per class), {r.seconds:.1f} s; "
         f"checked by: {checkers(r.steps)}; {work_note(r)}; {r.reason}",
         "test_sink_proved_two_types", f"sinks search --tokens {k} --length {n} --eps {eps} --theta 1/2"
-        + (f" --recheck {recheck_with}" if recheck_with else "") + cli_limits(limits or LIMITS)), r.summary(), r
+        + (f" --recheck {recheck_with}" if recheck_with else "") + cli_limits(limits or LIMITS),
+        key=f"smt_k{k}_length{n}"), r.summary(), r
 
 
 def run(results_dir: Path, quick: bool, device: str, limits: dict | None = None) -> dict:
@@ -204,7 +205,7 @@ def _every_kind(details: dict, work: list, limits: dict) -> dict:
                   "verified numerically" if agree else "unknown",
                   "; ".join(rows) + (f"; wall-clock safety net fired at {clock} queries (unknown)" if clock else ""),
                   "test_every_kind_is_encoded_or_reported",
-                  "sinks search --kind KIND --length 3 --theta 1/2" + cli_limits(limits))
+                  "sinks search --kind KIND --length 3 --theta 1/2" + cli_limits(limits), key="smt_kinds")
 
 
 def _theta_table(eps: Fraction, work: list, limits: dict) -> list[dict]:
