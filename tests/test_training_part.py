@@ -100,7 +100,7 @@ def test_one_head_per_layer_setting_end_to_end_at_tiny_caps(tmp_path):
     out = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=1, **SMALL)
     claims, tables, _ = reproduce.validate_output(reproduce.plain(out))
     claim = next(c for c in claims if c["claim"].startswith("Question (b)"))
-    assert claim["verdict"] == "unknown"  # capped at 12 steps: no verdict from unconverged members...
+    assert claim["verdict"] == "unknown"  # capped at 12 steps: unconverged members and no sink yet
     assert "L0H0:" in claim["evidence"] and "L1H0:" in claim["evidence"] and "at it" in claim["evidence"]
     assert [row[1] for row in tables[1]["rows"] if row[0] == "softmax 2x1"] == ["L0H0", "L1H0"]
 
