@@ -91,10 +91,11 @@ def check_two_heads() -> Verdict:
                 "> theta = p/(1 + p) on BOS at query 1")
         ev.step(False, "scores that read the contents are not covered: the weights then change with the contents, so "
                        "the half-differences that proof reads are no longer the value maps' entries times fixed "
-                       "weights; no counterexample either: an optimiser over two heads' type-level weights with an "
-                       "exact LP over all value images (K = 2, length 4, every BOS mass at i >= 1 <= 3/4) and the "
-                       "unrestricted z3 encoding (proofs/smt/multihead.py two_heads_capped) give no sink-free "
-                       "solution (numbers: proofs/README.md)")
+                       "weights. No counterexample either. The SMT instances fix the trigger's content at 0, where "
+                       "(a') is false (cancelling_heads.build_trigger_parking: no BOS mass above 1/2, error -> 0), so "
+                       "z3 there (unknown at K = 2, lengths 4, 5) cannot settle it; on an instance whose trigger "
+                       "carries a content type (K = 2, length 4) an optimiser over two heads' type-level weights with "
+                       "an exact LP over all value images found no sink-free near-solution (numbers: proofs/README.md)")
         ev.case("H = 2, L >= 5; flag-reading scores proved; content-reading scores open")
 
     return timed("t2_two_heads_sink_at_some_query", "(a') a softmax layer of two heads with worst-case error eta at "

@@ -78,3 +78,22 @@ def test_a_trigger_with_fixed_content_lets_flag_heads_avoid_the_sink():
         Y, _ = reference.forward(net, X, "sympy")
         gap = Y[j][task.CONTENT_START] - task.target(X, j)[j][task.CONTENT_START]
         assert sympy.limit(gap, beta, sympy.oo) == -1 - sympy.Rational(1, j)
+
+
+def test_the_finite_instance_lp_sees_the_parking_solution_only_when_the_trigger_content_is_fixed():
+    """proofs.smt.two_heads_lp: the exact-LP error of the trigger-parking weights (type level) is
+    the cancelling pair's on the SMT instances (trigger content 0) and large once the trigger
+    carries a content type, while every BOS mass stays <= 1/2."""
+    import numpy as np
+
+    from proofs.smt.two_heads_lp import TypeInstance, bos_masses, min_error
+
+    for trigger_contents, small in ((False, True), (True, False)):
+        inst = TypeInstance(2, 4, trigger_contents)
+        W = np.ones((2, len(inst.types), len(inst.types)))
+        for h, sign in ((0, -1), (1, 1)):
+            for t in inst.triggers:
+                W[h, t, t] = np.exp(sign * 12.0)  # head 1 ignores the trigger itself, head 2 parks on it
+        error = min_error(inst, W)
+        assert bos_masses(inst, W).max() <= 0.5 + 1e-12
+        assert (error < 1e-4) if small else (error > 1e-2), (trigger_contents, error)
