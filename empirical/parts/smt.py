@@ -16,8 +16,8 @@ from pathlib import Path
 TEST = "tests/test_smt.py"
 
 
-def _claim(claim: str, verdict: str, evidence: str, test: str, command: str) -> dict:
-    return {"claim": claim, "verdict": verdict, "evidence": evidence, "test": f"{TEST}::{test}",
+def _claim(claim: str, verdict: str, evidence: str, test: str, command: str, key: str = "") -> dict:
+    return {**({"id": key} if key else {}), "claim": claim, "verdict": verdict, "evidence": evidence, "test": f"{TEST}::{test}",
             "command": command, "figures": []}
 
 
@@ -43,7 +43,7 @@ def _proof_claim(k: int, n: int, eps: Fraction, recheck_with: str | None = None)
         f"{r.status}: {unsat}/{len(r.steps)} queries UNSAT (value box + one query per class), {r.seconds:.1f} s; "
         f"checked by: {checkers(r.steps)}; {r.reason}",
         "test_sink_proved_two_types", f"sinks search --tokens {k} --length {n} --eps {eps} --theta 1/2"
-        + (f" --recheck {recheck_with}" if recheck_with else "")), r.summary()
+        + (f" --recheck {recheck_with}" if recheck_with else ""), key=f"smt_k{k}_length{n}"), r.summary()
 
 
 def run(results_dir: Path, quick: bool, device: str) -> dict:
@@ -125,7 +125,8 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
         claims.append(_claim("Every registered kind on K=2, length 3, eps=1/100: kinds whose rows sum to one need the "
                              "sink (UNSAT), kinds that can abstain solve it without (replayed)",
                              "verified numerically" if agree else "unknown", "; ".join(rows),
-                             "test_every_kind_is_encoded_or_reported", "sinks search --kind KIND --length 3 --theta 1/2"))
+                             "test_every_kind_is_encoded_or_reported", "sinks search --kind KIND --length 3 --theta 1/2",
+                             key="smt_kinds"))
         table = []
         for n in (3, 4, 6):
             ts = theta_star(reference_instance(2, n, eps, covered="pre_trigger"), timeout_s=10, iterations=5)

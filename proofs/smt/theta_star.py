@@ -32,12 +32,13 @@ class ThetaStar:
 
 
 def theta_star(inst: Instance, method: str = "chain", timeout_s: float = 10.0, g_max: Fraction | None = None,
-               iterations: int = 7) -> ThetaStar:
+               iterations: int = 7, rlimit: int | None = None) -> ThetaStar:
     """Bisection on g in [0, g_max] (theta = 1 - g eps; g_max defaults to 8, or theta = 1/2
     when that is lower; if g_max is not proved, theta = 1/2 is tried before giving up).
 
     The proved set of g is upward closed (a smaller theta is easier). g = 0 (theta = 1) is never
-    provable for eps > 0: softmax weights are positive, so BOS mass < 1 always."""
+    provable for eps > 0: softmax weights are positive, so BOS mass < 1 always. ``rlimit``: z3's
+    work limit per query (``search_counterexample``), which makes the bisection machine-independent."""
     start = time.perf_counter()
     eps = inst.eps
     half = Fraction(1, 2) / eps
@@ -45,7 +46,7 @@ def theta_star(inst: Instance, method: str = "chain", timeout_s: float = 10.0, g
     log = []
 
     def attempt(g: Fraction) -> str:
-        r = search_counterexample(inst, 1 - g * eps, method, timeout_s)
+        r = search_counterexample(inst, 1 - g * eps, method, timeout_s, rlimit=rlimit)
         log.append({"g": str(g), "theta": str(1 - g * eps), "status": r.status, "seconds": round(r.seconds, 3)})
         return r.status
 

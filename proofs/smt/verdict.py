@@ -30,6 +30,7 @@ class Step:
     smt2: str | None = field(default=None, repr=False)  # the query, kept when a recheck will need it
     checker: str = Z3_CHECKER
     recheck: str | None = None  # a second solver's answer (``recheck``), None when not asked
+    work: int | None = None  # z3's resource count for the query (the same on every machine)
 
 
 @dataclass
