@@ -111,6 +111,12 @@ def test_one_head_per_layer_setting_end_to_end_at_tiny_caps(tmp_path):
     assert claim["verdict"] == "unknown"  # capped at 12 steps: unconverged members and no sink yet
     assert "L0H0:" in claim["evidence"] and "L1H0:" in claim["evidence"] and "at it" in claim["evidence"]
     assert [row[1] for row in tables[1]["rows"] if row[0] == "softmax 2x1"] == ["L0H0", "L1H0"]
+    from empirical.published.claims_results import question_b_observed
+    from empirical.published.records import Records
+
+    details = {k: v for k, v in reproduce.plain(out).items() if k not in ("claims", "tables")}
+    cell = question_b_observed(Records({"training": {"status": "ok", "claims": claims, "details": details}}))
+    assert cell.startswith("unknown") and "L0H0" in cell and "L1H0" in cell and "0/2 converged" in cell, cell
 
 
 def test_one_head_per_layer_claim_reads_the_sink_level():
