@@ -94,8 +94,9 @@ def check_two_heads() -> Verdict:
                        "weights. No counterexample either. The SMT instances fix the trigger's content at 0, where "
                        "(a') is false (cancelling_heads.build_trigger_parking: no BOS mass above 1/2, error -> 0), so "
                        "z3 there (unknown at K = 2, lengths 4, 5) cannot settle it; on an instance whose trigger "
-                       "carries a content type (K = 2, length 4) an optimiser over two heads' type-level weights with "
-                       "an exact LP over all value images found no sink-free near-solution (numbers: proofs/README.md)")
+                       "carries a content type (K = 2, length 4, every BOS mass <= 3/4) an optimiser over two heads' "
+                       "type-level weights with an exact LP over all value images got no lower than 0.0625, the "
+                       "trigger-parking weights' error (weak evidence: a random start ended at 0.155; proofs/README.md)")
         ev.case("H = 2, L >= 5; flag-reading scores proved; content-reading scores open")
 
     return timed("t2_two_heads_sink_at_some_query", "(a') a softmax layer of two heads with worst-case error eta at "

@@ -86,14 +86,13 @@ def test_the_finite_instance_lp_sees_the_parking_solution_only_when_the_trigger_
     carries a content type, while every BOS mass stays <= 1/2."""
     import numpy as np
 
-    from proofs.smt.two_heads_lp import TypeInstance, bos_masses, min_error
+    from proofs.smt.two_heads_lp import TypeInstance, bos_masses, min_error, parking, weights
 
     for trigger_contents, small in ((False, True), (True, False)):
         inst = TypeInstance(2, 4, trigger_contents)
-        W = np.ones((2, len(inst.types), len(inst.types)))
-        for h, sign in ((0, -1), (1, 1)):
-            for t in inst.triggers:
-                W[h, t, t] = np.exp(sign * 12.0)  # head 1 ignores the trigger itself, head 2 parks on it
+        W = weights(inst, parking(inst))  # head 1 ignores the trigger itself, head 2 parks on it
+        assert all(W[0, t, t] == np.exp(-12.0) and W[1, t, t] == np.exp(12.0) for t in inst.triggers)
+        assert np.count_nonzero(W != 1) == 2 * len(inst.triggers)
         error = min_error(inst, W)
         assert bos_masses(inst, W).max() <= 0.5 + 1e-12
         assert (error < 1e-4) if small else (error > 1e-2), (trigger_contents, error)

@@ -130,22 +130,35 @@ def weights(inst: TypeInstance, x: np.ndarray) -> np.ndarray:
     return W
 
 
-def search(inst: TypeInstance, cap: float, seed: int, starts: int, evaluations: int = 4000) -> list[dict]:
-    """Minimise ``min_error`` over the weights from ``starts`` random points; one dict per start."""
-    from scipy.optimize import minimize
+def parking(inst: TypeInstance, gap: float = 12.0) -> np.ndarray:
+    """Log-weights of the trigger-parking pair at type level: at a trigger query head 1 ignores the
+    trigger key (-gap), head 2 parks on it (+gap); every other weight 1 (BOS mass 1/2 at query 1)."""
+    queries = inst.contents + inst.triggers
+    x = np.zeros((2, len(queries), len(inst.types) - 1))
+    for h, sign in ((0, -1), (1, 1)):
+        for t in inst.triggers:
+            x[h, queries.index(t), t - 1] = sign * gap
+    return x.ravel()
 
-    rng = np.random.default_rng(seed)
-    size = 2 * len(inst.contents + inst.triggers) * (len(inst.types) - 1)
+
+def refine(inst: TypeInstance, cap: float, x0: np.ndarray, evaluations: int = 4000) -> dict:
+    """Minimise ``min_error`` over the weights from log-weights x0 (Nelder-Mead, then Powell), every
+    BOS mass above ``cap`` penalised."""
+    from scipy.optimize import minimize
 
     def objective(x):
         W = weights(inst, x)
         return min_error(inst, W) + 10 * np.maximum(0, bos_masses(inst, W) - cap).sum()
 
-    out = []
-    for _ in range(starts):
-        r = minimize(objective, rng.normal(0, 2, size), method="Nelder-Mead",
-                     options={"maxfev": evaluations, "xatol": 1e-10, "fatol": 1e-12, "adaptive": True})
-        r = minimize(objective, r.x, method="Powell", options={"maxfev": 2 * evaluations, "xtol": 1e-10, "ftol": 1e-13})
-        W = weights(inst, r.x)
-        out.append({"min_error": min_error(inst, W), "max_bos_mass": float(bos_masses(inst, W).max()), "x": r.x})
-    return out
+    r = minimize(objective, x0, method="Nelder-Mead",
+                 options={"maxfev": evaluations, "xatol": 1e-10, "fatol": 1e-12, "adaptive": True})
+    r = minimize(objective, r.x, method="Powell", options={"maxfev": 2 * evaluations, "xtol": 1e-10, "ftol": 1e-13})
+    W = weights(inst, r.x)
+    return {"min_error": min_error(inst, W), "max_bos_mass": float(bos_masses(inst, W).max()), "x": r.x}
+
+
+def search(inst: TypeInstance, cap: float, seed: int, starts: int, evaluations: int = 4000) -> list[dict]:
+    """``refine`` from ``starts`` random points; one dict per start."""
+    rng = np.random.default_rng(seed)
+    size = 2 * len(inst.contents + inst.triggers) * (len(inst.types) - 1)
+    return [refine(inst, cap, rng.normal(0, 2, size), evaluations) for _ in range(starts)]
