@@ -17,6 +17,16 @@ outputs S_j sum_h n_h/(rho_h + j), and the target is S_j/j.
 - ``build_stack(d, beta)``: the same layer followed by a layer of two heads with W_Q = W_K =
   W_V = 0 (uniform rows) and W_O = 0, residual: the stream gains exactly the layer's output,
   so the residual error equals the single layer's error.
+- ``build_trigger_parking(d, beta)`` (a control, not a refutation): two flag-reading heads with
+  identical rows at every content query and opposite value maps M, -M, M = E[trigger, BOS] + the
+  identity on the content and content-flag coordinates (BOS's image is the trigger flag, the
+  trigger's is its content). At the trigger head 1 scores itself -beta, head 2 +beta (head 2
+  parks on the trigger, not on BOS). On inputs whose trigger carries content 0 (the SMT
+  instances' convention) the error is the cancelling pair's, S_j * trigger_factor(beta, j), and
+  no head puts more than 1/2 on BOS at any query i >= 1; a trigger with content c_j adds about
+  -c_j at the trigger. So the trigger's own content is what forces the sink of
+  ``proofs.t2_two_heads_flag_scores`` (its d3 rows), and (a') is false on instances where the
+  trigger's content is fixed.
 - ``build_interpolating(d, L, rhos)``: sum_h n_h/(rho_h + j) = 1/j for every j in 2..L-1 and
   sum_h n_h = 0, solved exactly in rationals (``interpolation_weights``). The layer then has
   error 0 on every input of length L, and every head's BOS mass at every query i >= 1 is
@@ -86,6 +96,28 @@ def build_stack(d: int, beta: Any) -> reference.Network:
     Z = reference.zeros(d, d, zero)
     second = reference.Layer((Z, Z), (Z, Z), (Z, Z), reference.zeros(d, 2 * d, zero))
     return reference.Network("softmax", (first, second), residual=True)
+
+
+def build_trigger_parking(d: int, beta: Any) -> reference.Network:
+    """Two heads: W_K = I, uniform rows off the trigger; at the trigger head 1 scores itself -beta,
+    head 2 +beta; W_V = I, W_O = [M, -M] with M = E[trigger, BOS] + I on contents and content flag."""
+    _check(d)
+    beta = Fraction(beta) if isinstance(beta, int) else beta
+    zero, one = _numbers(beta)
+    t = task.TRIGGER_FLAG
+    queries = []
+    for sign in (-1, 1):
+        W_Q = [[zero] * d for _ in range(d)]
+        W_Q[t][t] = sign * beta * one
+        queries.append(reference.as_matrix(W_Q))
+    M = [[zero] * d for _ in range(d)]
+    M[t][task.BOS_FLAG] = one
+    for c in list(range(task.CONTENT_START, d - 1)) + [task.content_flag(d)]:
+        M[c][c] = one
+    W_O = tuple(tuple(M[r][c] if c < d else -M[r][c - d] for c in range(2 * d)) for r in range(d))
+    eye = reference.identity(d, zero, one)
+    layer = reference.Layer(tuple(queries), (eye, eye), (eye, eye), W_O)
+    return reference.Network("softmax", (layer,))
 
 
 # ----------------------------------------------------------------------------------------

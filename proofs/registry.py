@@ -37,6 +37,8 @@ STATEMENT_MODULES = (
     "relu_construction_exact",
     "softmax_family_limits",
     "t2_multi_layer_existential",
+    "t2_two_heads_flag_scores",
+    "t2_one_head_per_layer_family",
     "t2_open_questions",
 )
 

@@ -6,17 +6,19 @@
     At L = 4 two heads (rho = (1, 6), W_O = [12/5 I, -12/5 I]) solve the task with error exactly
     0, and no head puts more than 3/4 on BOS at any query i >= 1. At L = 5, four heads
     (rho = 1..4) do, with at most 2/3. Checked: exact evaluator, symbolic contents, every j.
-(a') ``t2_two_heads_sink_at_some_query`` (unknown). The same with H = 2 and L >= 5. Checked:
-    in the family of those constructions (uniform rows off the trigger, BOS-only trigger
-    scores, values n_h (I - E[BOS, BOS])) two heads cannot be exact at L = 5:
-    n (rho_2 - rho_1) x = (x + rho_1)(x + rho_2) cannot hold at x = 2, 3, 4 (a monic quadratic
-    with three roots). So within that family error -> 0 needs rho -> oo in one head (a sink at
-    the trigger); outside it, nothing is proved and no counterexample is known.
-(b) ``t2_one_head_per_layer`` (unknown). "With one softmax head per layer and N >= 2 residual
-    layers, some head's BOS mass at some non-trigger query tends to 1 as eta -> 0." Tried: see
-    proofs/README.md (an optimiser over 2 x 1 weights with the non-trigger BOS mass capped;
-    the cancelling idea needs two heads in one layer, since a later layer sees the stream
-    changed by the earlier one). Neither proof nor counterexample.
+(a') ``t2_two_heads_sink_at_some_query`` (unknown; cites the flag-score case). The same with
+    H = 2 and L >= 5. Proved for scores that read only the flags
+    (``t2_two_heads_flag_scores_sink``: some head puts >= 1 - 125 delta on BOS at the trigger, or
+    a head puts > theta on BOS at query 1). Open: scores that read the contents, where the
+    weights change with the contents and the per-token coefficients that proof reads are no
+    longer the output's; tried: see proofs/README.md (an optimiser over type-level weights with
+    an exact LP over the value images, z3 on the unrestricted encoding).
+(b) ``t2_one_head_per_layer`` (unknown; cites the family obstruction). "With one softmax head
+    per layer and N >= 2 residual layers, some head's BOS mass at some non-trigger query tends
+    to 1 as eta -> 0." The candidate two-layer construction breaks: in its family no stack is
+    exact at L >= 6 (``t2_one_head_per_layer_flag_family``); at L = 5 its rows before the trigger
+    close but its trigger rows do not (numerical, proofs/README.md). Neither proof nor
+    counterexample for general weights.
 (c) ``t1_one_residual_layer`` (proved, cites T1). What of T1 survives for one head per layer:
     with N = 1 the residual connection changes nothing, since the residual error x_i + o_i -
     (x_i + y_i) equals the non-residual error o_i - y_i of the same head (exact evaluator,
@@ -37,6 +39,8 @@ from .verdict import Evidence, Verdict, timed
 
 LENGTHS = (4, 5)  # the interpolating heads checked with symbolic contents
 RESIDUAL_CITES = ("t1_single_layer_sink",)  # (c) rests on T1
+TWO_HEADS_CITES = ("t2_two_heads_flag_scores_sink",)  # (a'): the case it proves
+ONE_HEAD_CITES = ("t2_one_head_per_layer_flag_family",)  # (b): where the candidate breaks
 
 
 def _contents_sequence(L: int, j: int) -> list[list[sympy.Expr]]:
@@ -82,24 +86,42 @@ def check_two_heads() -> Verdict:
         ev.step(poly.degree() == 2 and poly.LC() == 1,
                 "family lemma: two heads n/(rho_1 + x) - n/(rho_2 + x) = 1/x at x = j needs the monic quadratic "
                 f"{sympy.factor(numerator)} to vanish there; it has at most two roots, so no exact pair at L >= 5")
-        ev.step(False, "outside that family (value maps that differ per head, content-dependent scores) nothing is "
-                       "proved, and no counterexample is known; the unrestricted z3 search (proofs/smt/multihead.py "
-                       "two_heads_capped, QF_NRA) answers unknown (hard-killed at 120 s) at K = 2, lengths 3 and 4")
-        ev.case("H = 2, L >= 5; the family of cancelling_heads (uniform rows off the trigger)")
+        ev.note("scores that read only the flags: proved (t2_two_heads_flag_scores_sink, cited): some head puts "
+                ">= 1 - 125 delta on BOS at the trigger j = 2, delta = eta (1 + (p+1)^2 + (p+2)^2), unless a head puts "
+                "> theta = p/(1 + p) on BOS at query 1")
+        ev.step(False, "scores that read the contents are not covered: the weights then change with the contents, so "
+                       "the half-differences that proof reads are no longer the value maps' entries times fixed "
+                       "weights. No counterexample either. The SMT instances fix the trigger's content at 0, where "
+                       "(a') is false (cancelling_heads.build_trigger_parking: no BOS mass above 1/2, error -> 0), so "
+                       "z3 there (unknown at K = 2, lengths 4, 5) cannot settle it; on an instance whose trigger "
+                       "carries a content type (K = 2, length 4, every BOS mass <= 3/4) an optimiser over two heads' "
+                       "type-level weights with an exact LP over all value images got no lower than 0.0625, the "
+                       "trigger-parking weights' error (weak evidence: a random start ended at 0.155; proofs/README.md)")
+        ev.case("H = 2, L >= 5; flag-reading scores proved; content-reading scores open")
 
     return timed("t2_two_heads_sink_at_some_query", "(a') a softmax layer of two heads with worst-case error eta at "
-                 "L >= 5 has some head whose BOS mass at some query i >= 1 tends to 1 as eta -> 0", body)
+                 "L >= 5 has some head whose BOS mass at some query i >= 1 tends to 1 as eta -> 0", body,
+                 cites=TWO_HEADS_CITES)
 
 
 def check_one_head_per_layer() -> Verdict:
     def body(ev: Evidence) -> None:
         ev.note("T1's argument needs the head's output to be the model's output; with N >= 2 residual layers "
                 "the first layer's head feeds the second, and the cancelling constructions need two heads "
-                "reading the same stream (see proofs/README.md for what was tried)")
+                "reading the same stream")
+        ev.note("the candidate sink-free construction (layer 2's weights c_i / G_{k-1} on a position feature that "
+                "layer 1 writes) breaks: in its family F no stack is exact at L >= 6 (t2_one_head_per_layer_flag_family, "
+                "cited: the rows before the trigger need three equal values of a concave phi); at L = 5 those rows "
+                "close (a one-parameter family) but the BOS column and the trigger rows do not (numerical)")
+        ev.step(False, "general weights (layer-2 scores that read contents, value maps that mix coordinates, error "
+                       "-> 0 inside F): neither proof nor counterexample; optimisers over 2 x 1 weights with the "
+                       "non-trigger BOS mass capped stall (proofs/README.md), and trained 2 x 1 stacks sink "
+                       "(empirical/README.md)")
         ev.case("one softmax head per layer, N >= 2 residual layers")
 
     return timed("t2_one_head_per_layer", "(b) with one softmax head per layer and N >= 2 residual layers, some head's "
-                 "BOS mass at some non-trigger query tends to 1 as the worst-case error eta -> 0", body)
+                 "BOS mass at some non-trigger query tends to 1 as the worst-case error eta -> 0", body,
+                 cites=ONE_HEAD_CITES)
 
 
 def check_one_residual_layer() -> Verdict:
@@ -122,7 +144,7 @@ def check_one_residual_layer() -> Verdict:
 
 STATEMENTS = (
     ("t2_sink_at_some_query", check_some_query, ()),
-    ("t2_two_heads_sink_at_some_query", check_two_heads, ()),
-    ("t2_one_head_per_layer", check_one_head_per_layer, ()),
+    ("t2_two_heads_sink_at_some_query", check_two_heads, TWO_HEADS_CITES),
+    ("t2_one_head_per_layer", check_one_head_per_layer, ONE_HEAD_CITES),
     ("t1_one_residual_layer", check_one_residual_layer, RESIDUAL_CITES),
 )

@@ -28,10 +28,10 @@ def test_plan_covers_every_seed_once_longest_first_and_splits_only_when_it_pays(
         assert makespan <= seed_groups.schedule(unsplit, workers)[1]
         if workers == 1:
             assert len(groups) == len(part.DEFAULT_RUNS)  # one core: splitting only adds overhead
-    groups, _ = seed_groups.plan(part.DEFAULT_RUNS, 2, part.expected_steps)
+    groups, _ = seed_groups.plan(part.SPEC_RUNS, 2, part.expected_steps)  # SPEC's six: the 4 x 4 dominates
     longest = groups[0]
     assert (longest.run.kind, longest.run.layers) == ("softmax", 4) and len(longest.seeds) < 5  # split over both
-    assert seed_groups.plan(part.DEFAULT_RUNS, 2, part.expected_steps)[0] == groups  # deterministic: same run ids
+    assert seed_groups.plan(part.SPEC_RUNS, 2, part.expected_steps)[0] == groups  # deterministic: same run ids
 
 
 def test_split_cuts_contiguous_near_equal_groups():
@@ -95,9 +95,50 @@ def test_training_part_end_to_end_at_tiny_caps(tmp_path, capsys):
 
 
 def test_budget_default_is_the_full_reference():
-    assert len(part.DEFAULT_RUNS) == 6
+    assert len(part.DEFAULT_RUNS) == 7  # SPEC's six and the 2 x 1 stack of question (b)
     assert all(r.seeds == (0, 1, 2, 3, 4) and r.max_steps == 50_000 for r in part.DEFAULT_RUNS)
-    assert {(r.kind, r.layers, r.heads) for r in part.DEFAULT_RUNS} == set(part.SPEC_VALUES)
+    assert {(r.kind, r.layers, r.heads) for r in part.SPEC_RUNS} == set(part.SPEC_VALUES)
+    assert part.ONE_HEAD_PER_LAYER in part.DEFAULT_RUNS and part.expected_steps(part.ONE_HEAD_PER_LAYER) < 50_000
+    cfg = part.config(part.ONE_HEAD_PER_LAYER, part.SEEDS)
+    assert cfg.residual and cfg.lr == 1e-4 and (cfg.layers, cfg.heads) == (2, 1)  # SPEC's multi-layer settings
+
+
+def test_one_head_per_layer_setting_end_to_end_at_tiny_caps(tmp_path):
+    runs = (part.Run("softmax", 2, 1, (0, 1), 12),)
+    out = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=1, **SMALL)
+    claims, tables, _ = reproduce.validate_output(reproduce.plain(out))
+    claim = next(c for c in claims if c["claim"].startswith("Question (b)"))
+    assert claim["verdict"] == "unknown"  # capped at 12 steps: unconverged members and no sink yet
+    assert "L0H0:" in claim["evidence"] and "L1H0:" in claim["evidence"] and "at it" in claim["evidence"]
+    assert [row[1] for row in tables[1]["rows"] if row[0] == "softmax 2x1"] == ["L0H0", "L1H0"]
+    from empirical.published.claims_results import question_b_observed
+    from empirical.published.records import Records
+
+    details = {k: v for k, v in reproduce.plain(out).items() if k not in ("claims", "tables")}
+    cell = question_b_observed(Records({"training": {"status": "ok", "claims": claims, "details": details}}))
+    assert cell.startswith("unknown") and "L0H0" in cell and "L1H0" in cell and "0/2 converged" in cell, cell
+
+
+def test_one_head_per_layer_claim_reads_the_sink_level():
+    from empirical.metrics import STACK_SINK_MASS
+
+    def stack(mass):
+        head = lambda m: {"bos_nontrigger_mean": m, "bos_trigger_mean": 0.1}
+        members = [{"seed": s, "steps": 100, "converged": True, "layers": [[head(mass)], [head(0.2)]]} for s in (0, 1)]
+        return {"config": {"kind": "softmax", "layers": 2, "heads": 1, "seeds": [0, 1], "max_steps": 50_000},
+                "members": members}
+
+    gap = 1 - STACK_SINK_MASS
+    assert part._one_head_per_layer_claim(stack(1 - 0.7 * gap), {})["verdict"] == "observed"
+    assert part._one_head_per_layer_claim(stack(1 - 1.5 * gap), {})["verdict"] == "not met"
+
+
+def test_relu_stack_claims_do_not_depend_on_the_2x1_stack(monkeypatch):
+    """Each stack's claim comes from its own summary: the 2 x 1 stack neither hides nor gates the ReLU ones."""
+    monkeypatch.setattr(part, "_relu_stack_claim", lambda s, f: ("relu", s))
+    monkeypatch.setattr(part, "_one_head_per_layer_claim", lambda s, f: ("b", s))
+    assert part._claims({("relu", 2, 2): 22, ("relu", 4, 4): 44}, {}) == [("relu", 22), ("relu", 44)]
+    assert part._claims({("relu", 2, 2): 22, ("softmax", 2, 1): 21}, {}) == [("relu", 22), ("b", 21)]
 
 
 class _Terminal:

@@ -40,9 +40,15 @@ STATEMENT_CLAIMS = (
                                    "training are what training finds, not what the task forces"),
     ("t2_sink_at_some_query", "T2 question (a): for every H, some head's BOS mass -> 1 at some query i >= 1, trigger "
                               "included"),
-    ("t2_two_heads_sink_at_some_query", "T2 question (a'): two heads, L >= 5: some head's BOS mass -> 1 at some query"),
+    ("t2_two_heads_sink_at_some_query", "T2 question (a'): two heads, L >= 5: some head's BOS mass -> 1 at some "
+                                        "query (proved for flag-reading scores; open for content-reading scores)"),
+    ("t2_two_heads_flag_scores_sink", "T2 question (a') for scores that read only the flags: if both heads put <= theta "
+                                      "on BOS at query 1, some head puts >= 1 - 125 delta on BOS at the trigger, delta = "
+                                      "eta (1 + (p+1)^2 + (p+2)^2), p = theta/(1 - theta)"),
     ("t2_one_head_per_layer", "T2 question (b): one head per layer, N >= 2 residual layers: some head sinks at a "
-                              "non-trigger query"),
+                              "non-trigger query (the candidate sink-free construction breaks; open in general)"),
+    ("t2_one_head_per_layer_flag_family", "T2 question (b), the candidate family (layer 1 reads the flags, layer 2 no "
+                                          "contents, scalar content maps): no member is exact at L >= 6"),
     ("t1_one_residual_layer", "T2 question (c): one head in one residual layer inherits T1 verbatim"),
     ("t1a_tightened_per_content", "T1(a) tightened to (99/100) f_pre on the hypotheses its proof uses (the BOS query "
                                   "and the equal-content sequences of one content): refuted by an exact tight head"),

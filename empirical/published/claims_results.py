@@ -83,7 +83,9 @@ def t2_refuted(R: Records) -> str:
             f"symbolic beta and contents); the pair "
             f"{pair['verdict']} in Q(e^beta) on every sequence of d = 4, {sizes}, float64 up to L = {longest}; "
             f"(a) {s['t2_sink_at_some_query']} (interpolating heads {interp['verdict']}); "
-            f"(a') {s['t2_two_heads_sink_at_some_query']}; (b) {s['t2_one_head_per_layer']}; "
+            f"(a') {s['t2_two_heads_sink_at_some_query']} (flag-reading scores: "
+            f"{s.get('t2_two_heads_flag_scores_sink', 'not in this run')}); (b) {s['t2_one_head_per_layer']} (the "
+            f"candidate family has no exact member at L >= 6: {s.get('t2_one_head_per_layer_flag_family', 'not in this run')}); "
             f"(c) {s['t1_one_residual_layer']}{_kernel(R, ('t1_one_residual_layer',))}")
 
 
@@ -235,6 +237,18 @@ def t2_observed(R: Records) -> str:
     if not cells:
         raise NotInRun("not in this run (softmax 2x2 and 4x4: the default `sinks reproduce` has them)")
     return f"{_verdict(*verdicts)} (criterion: some head above {STACK_SINK_MASS} in every seed): " + "; ".join(cells)
+
+
+def question_b_observed(R: Records) -> str:
+    from empirical.metrics import STACK_SINK_MASS
+
+    c = R.claim("training", "question_b_observed_2x1")
+    run = _run(R, "softmax-2x1")
+    off, at = run["bos_nontrigger_mean"], run["bos_trigger_mean"]
+    heads = "; ".join(f"L{n}H0 {pm(off[n][0], 4)} off the trigger, {pm(at[n][0], 3)} at it" for n in range(len(off)))
+    return (f"{c['verdict']} (criterion: some head above {STACK_SINK_MASS} off the trigger in every seed; "
+            f"{_steps(run)}): {heads}; heads above {STACK_SINK_MASS} per seed "
+            f"{', '.join(map(str, _per_seed_sinking(run, STACK_SINK_MASS)))} of {len(off)}")
 
 
 def t3_observed(R: Records) -> str:

@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .claims_results import (abstaining, certified, functional, lm_probe, normalised, semantics, smt, softpick,
-                             sufficiency, t1_bound, t1_observed, t1_proved, t2_observed, t2_refuted, t3, t3_observed, variants)
+from .claims_results import (abstaining, certified, functional, lm_probe, normalised, question_b_observed, semantics,
+                             smt, softpick, sufficiency, t1_bound, t1_observed, t1_proved, t2_observed, t2_refuted, t3,
+                             t3_observed, variants)
 from .records import NotInRun, Records
 
 COLUMNS = ["claim", "command", "test", "result file", "result"]
@@ -65,13 +66,18 @@ ROWS = (
     Row("T2 (H >= 2 heads per layer, non-trigger): \"some head must sink at a non-trigger query\" is **false**: the "
         "two-head cancelling pair ([`constructions/cancelling_heads.py`](constructions/cancelling_heads.py)) has error "
         "-> 0 with every head <= 1/2 on BOS off the trigger, in one layer and in a residual stack. Open questions: (a) "
-        "some head sinks at some query, trigger included; (a') two heads, L >= 5; (b) one head per layer, N >= 2; (c) "
+        "some head sinks at some query, trigger included; (a') two heads, L >= 5, and its case of scores that read only "
+        "the flags ([`t2_two_heads_flag_scores`](proofs/t2_two_heads_flag_scores.py): some head puts >= 1 - 125 delta "
+        "on BOS at the trigger); (b) one head per layer, N >= 2, and the family of its candidate sink-free construction "
+        "([`t2_one_head_per_layer_family`](proofs/t2_one_head_per_layer_family.py): no exact member at L >= 6); (c) "
         "one residual layer, one head. Statements: [`t2_multi_layer_existential`](proofs/t2_multi_layer_existential.py), "
         "[`t2_open_questions`](proofs/t2_open_questions.py)",
         "`sinks prove t2_multi_layer_existential t2_sink_at_some_query t2_two_heads_sink_at_some_query "
-        "t2_one_head_per_layer t1_one_residual_layer`, `sinks construct cancelling`, `sinks construct interpolating --L 4`",
+        "t2_two_heads_flag_scores_sink t2_one_head_per_layer t2_one_head_per_layer_flag_family t1_one_residual_layer`, "
+        "`sinks construct cancelling`, `sinks construct interpolating --L 4`",
         "`tests/test_proofs.py::test_statement_has_its_expected_verdict`, `tests/test_cancelling_heads.py`, "
-        "`tests/test_coq.py`", "`results/proofs.json`, `results/constructions.json`", t2_refuted),
+        "`tests/test_multihead_questions.py`, `tests/test_coq.py`", "`results/proofs.json`, `results/constructions.json`",
+        t2_refuted),
     Row("T3 (ReLU): the explicit ReLU head solves the single-layer task with zero error and zero BOS weight at every "
         "query; as layer 0 of a residual stack with zero-output layers and heads it solves the residual task "
         "([`constructions/relu_head.py`](constructions/relu_head.py))",
@@ -104,6 +110,11 @@ ROWS = (
         "`tests/test_threshold_pins.py::test_stack_sink_mass_level_is_pinned`, "
         "`tests/test_metrics.py::test_bos_mass_on_a_hand_built_pattern`",
         "`results/training.json`, `results/training_heads_softmax_4x4.png`", t2_observed),
+    Row("Question (b) observed: what training finds in 2 x 1 softmax stacks (two residual layers, one head each; (b) "
+        "itself is unknown above): per head, the BOS mass at non-trigger queries and at the trigger",
+        "`sinks reproduce --only training`, `sinks train --layers 2 --heads 1 --seeds 0 1 2 3 4`",
+        "`tests/test_training_part.py::test_one_head_per_layer_claim_reads_the_sink_level`",
+        "`results/training.json`", question_b_observed),
     Row("T3 observed: trained ReLU heads form no sink", "`sinks train --kind relu --seeds 0 1 2 3 4`, "
         "`sinks reproduce --only training`", "`tests/test_train.py::test_relu_run_puts_exactly_zero_weight_on_non_trigger_rows`, "
         "`tests/test_threshold_pins.py::test_no_sink_mass_level_is_pinned`", "`results/training.json`", t3_observed),

@@ -29,13 +29,22 @@ from fractions import Fraction
 from typing import Any
 
 GRACE_S = 1.0  # how long past its own timeout z3 may take to answer before it is killed
-# The work budget of callers whose verdicts must not depend on the machine (the tests): z3
-# resource units per check, 5x the most any query of the test suite needs (2.06M, the margin
-# re-solve of tests/test_smt_thresholds.py; ~0.45M units/s on the shared 2-core machine at load
-# ~5), with SAFETY_S seconds per check only as the net against a hang, far above what RLIMIT
-# takes on a loaded machine, so that the work limit, not the clock, decides every unknown.
+# The work budget of callers whose verdicts must not depend on the machine (the tests, the smt
+# part of ``sinks reproduce``, theta_star): z3 resource units per check, 4.85x the most any
+# decided query of the test suite needs (2,059,891: the margin re-solve that confirms
+# theta* < 1 - 2 eps at K = 2, length 3, before the trigger; tests/test_smt_thresholds.py) and
+# 2.5x the most one of that part needs (3,962,755: a query of theta*'s g = 2 step at length 6,
+# a step that ends candidate; outside theta* the part's queries need at most 886,389;
+# proofs/smt/README.md). SAFETY_S seconds per check is only the net against a hang: 40x what the
+# 2.06M query took at load ~9 (14 s), and above what a query stopped at RLIMIT takes (a query run
+# to 2 x RLIMIT took 275-420 s at load ~9.5), so that the work limit, not the clock, decides every
+# unknown; where the clock fires anyway, the callers report it (``clock_fired``).
 RLIMIT = 10_000_000
 SAFETY_S = 600.0
+
+
+# z3's reasons when its own timer stopped a check (with rlimit also set, "canceled" can mean either)
+CLOCK_REASONS = ("timeout", "canceled")
 
 
 @dataclass
@@ -45,6 +54,17 @@ class Answer:
     reason: str = ""
     model: dict[str, Any] = field(default_factory=dict)
     work: int | None = None  # z3's resource count for this check (deterministic; None: not measured)
+
+
+def clock_fired(ans: Answer, rlimit: int | None) -> bool:
+    """Whether an unknown came from the wall clock (z3's timer or the hard kill), not from the work
+    limit or z3's incompleteness. Under a work limit that is the safety net firing: the answer
+    then depends on the machine's speed, so the callers report it (as unknown, never more)."""
+    if ans.result != "unknown":
+        return False
+    if ans.reason.startswith("hard-kill"):
+        return True
+    return ans.reason in CLOCK_REASONS and not (rlimit and ans.work is not None and ans.work >= rlimit)
 
 
 def _value(v) -> Any:

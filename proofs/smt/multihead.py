@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from .classes import TRIG, class_target, covered, enumerate_classes
 from .encode import e_name, kept_coords, output_facts, positive
-from .hardkill import Z3Runner
+from .hardkill import Z3Runner, clock_fired
 from .instance import BOS, Instance
 from .replay import HeadParams, LayerModel, replay
 from .smt2 import Script, add, le, mul, num, scale, sub
@@ -49,7 +49,8 @@ def cancelling_heads(inst: Instance, cap: Fraction = Fraction(1, 2), timeout_s: 
         script.add(*output_facts(y, half, Z, outputs))
     with Z3Runner(rlimit=rlimit) as runner:
         ans = runner.check(script.text(), timeout_s)
-    out = {"status": "unknown", "answer": ans.result, "seconds": None, "reason": ans.reason, "replay": []}
+    out = {"status": "unknown", "answer": ans.result, "seconds": None, "reason": ans.reason, "replay": [],
+           "work": ans.work, "rlimit": rlimit, "safety_net": bool(rlimit) and clock_fired(ans, rlimit)}
     if ans.result == "sat":
         import mpmath
 

@@ -26,7 +26,8 @@ from .verdict import SearchResult
 SOLVERS = ("cvc5",)
 DECIDED = ("sat", "unsat")
 # cvc5 resource units per query for callers whose verdicts must not depend on the machine: 14x
-# the most a step of tests/test_smt_recheck.py needs (142k units, cvc5 1.4.2)
+# the most a step of tests/test_smt_recheck.py needs (142k units, cvc5 1.4.2) and 5.9x the most a
+# step of the smt part's recheck (K = 2, length 6) needs (337,073 units, an NRA class query)
 CVC5_RLIMIT = 2_000_000
 
 
@@ -91,7 +92,8 @@ def recheck(result: SearchResult, timeout_s: float, solver: str = "cvc5", rlimit
     """Re-solve every step with a definite answer and a kept query; update each step's checker
     and, on a disagreement, the verdict. Returns the tally (also stored on ``result.recheck``).
     ``rlimit``: cvc5's resource limit per query (None: the seconds alone)."""
-    tally = {"solver": solver, "agree": 0, "unknown": 0, "disagree": 0, "not rechecked": 0, "seconds": 0.0}
+    tally = {"solver": solver, "agree": 0, "unknown": 0, "disagree": 0, "not rechecked": 0, "seconds": 0.0,
+             "rlimit": rlimit, "work_max": 0, "safety_net": 0}
     start = time.perf_counter()
     with Cvc5Runner(rlimit) as runner:
         for step in result.steps:
@@ -99,10 +101,14 @@ def recheck(result: SearchResult, timeout_s: float, solver: str = "cvc5", rlimit
                 tally["not rechecked"] += 1
                 continue
             second = runner.check(step.smt2, timeout_s)
-            step.recheck = second.result
+            step.recheck, step.recheck_work = second.result, second.work
             step.checker, contradiction = verdict_of(step.result, second, step.checker)
             key = "disagree" if contradiction else ("agree" if second.result in DECIDED else "unknown")
             tally[key] += 1
+            tally["work_max"] = max(tally["work_max"], second.work or 0)
+            # cvc5 names no reason for a stop: under a work limit, one at the clock is the safety net
+            clock = second.reason.startswith("hard-kill") or second.seconds >= timeout_s
+            tally["safety_net"] += bool(rlimit and key == "unknown" and clock)
             if contradiction and result.status in ("proof", "counterexample", "solution"):
                 result.reason = f"recheck failed: {step.checker} at {step.lemma} {step.where}"
                 result.status = "unknown"

@@ -71,8 +71,9 @@ def search_counterexample(inst: Instance, theta=None, method: str = "chain", tim
     some covered non-trigger class (``theta=None``: any head, the positive control).
     ``recheck_with="cvc5"``: afterwards every step's query is re-solved by cvc5 (``recheck``).
     ``rlimit``: z3 resource units per query, so that the verdict is the same on every machine;
-    ``timeout_s`` is then only the safety net against a hang; ``recheck_rlimit`` is the second
-    solver's (cvc5's units, ``recheck.CVC5_RLIMIT``)."""
+    ``timeout_s`` is then only the safety net against a hang (the steps where it fired are listed
+    in ``result.safety_net``, and a candidate that rests on one is reported unknown);
+    ``recheck_rlimit`` is the second solver's (cvc5's units, ``recheck.CVC5_RLIMIT``)."""
     attention.get(kind)
     if recheck_with is not None and not recheck.available(recheck_with):
         raise BadInput(f"recheck solver {recheck_with!r} is not installed (valid: {', '.join(recheck.SOLVERS)}; "
@@ -102,7 +103,10 @@ def search_counterexample(inst: Instance, theta=None, method: str = "chain", tim
             run_chain(s, result, stop_at_first)
     finally:
         s.close()
-    result.steps = s.steps
+    result.steps, result.rlimit, result.safety_net = s.steps, rlimit, s.safety_net
+    if result.safety_net and result.status == "candidate":  # a clock-stopped re-solve: not a finding
+        result.status = "unknown"
+        result.reason = f"wall-clock safety net fired ({result.safety_net[0]}); {result.reason}"
     if recheck_with is not None:
         recheck.recheck(result, timeout_s, recheck_with, recheck_rlimit)
     result.seconds = time.perf_counter() - start

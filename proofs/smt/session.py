@@ -12,7 +12,7 @@ from constructions.errors import NotExpressible
 
 from . import encode
 from .classes import PositionClass
-from .hardkill import Answer, Z3Runner
+from .hardkill import Answer, Z3Runner, clock_fired
 from .instance import Instance
 from .models import pattern_model, softmax_model, to_mpf
 from .replay import LayerModel, Replay, class_bos_mass, replay
@@ -35,6 +35,7 @@ class Session:
         self.steps: list[Step] = []
         self.at: list[PositionClass] | None = None  # restrict the violation classes (tests, demos)
         self.runner = Z3Runner(rlimit=rlimit)
+        self.safety_net: list[str] = []  # under a work limit: the queries the wall clock stopped
         self.keep_text = False  # keep each step's query (a recheck by a second solver reads it)
         self.box_certificates = True  # value-box bounds by exact LP certificates (False: z3 only)
         self.n_emitted = 0
@@ -43,6 +44,11 @@ class Session:
         self.prediction = "sat (no sink needed)" if attention.get(kind).can_abstain else "unsat (sink needed)"
 
     # -- queries --
+
+    def note_clock(self, ans: Answer, step: str) -> None:
+        """Record a query the wall clock stopped although a work limit was set (the safety net)."""
+        if self.rlimit and clock_fired(ans, self.rlimit):
+            self.safety_net.append(step)
 
     def emit(self, text: str, lemma: str, where: str, expected: str) -> None:
         if self.emit_dir is None:
@@ -70,6 +76,7 @@ class Session:
             note = f" (seed {seed}{', solve-eqs' if preprocess else ''})" if len(tries) > 1 else ""
             self.steps.append(Step(lemma, where + eps_note + note, expected, ans.result, round(ans.seconds, 4), ans.reason,
                                    text if self.keep_text else None, work=ans.work))
+            self.note_clock(ans, f"{lemma} at {where + eps_note + note}")
             if ans.result != "unknown":
                 break
         return ans
@@ -83,6 +90,7 @@ class Session:
         for (where, _), extra, ans in zip(extras, texts, answers):
             self.steps.append(Step(lemma, where, "unsat", ans.result, round(ans.seconds, 4), ans.reason,
                                    base.text() + extra if self.keep_text else None, work=ans.work))
+            self.note_clock(ans, f"{lemma} at {where}")
         return answers
 
     # -- confirming a SAT --
