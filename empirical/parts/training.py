@@ -89,6 +89,7 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
+    own_runs = runs is None  # the worst-case setting runs with the part's own runs only (tests pass tiny ones)
     runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)
     workers = workers or owned_cores()
     planned, makespan = jobs(runs, workers, **overrides)
@@ -107,10 +108,13 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     figures = _figures(Path(results_dir), summaries)
     cert_tables, cert_claims, certificates = _certificates(summaries, quick)
     functional = _functional_sinks(Path(results_dir), summaries)
+    worst = _worst_case(Path(results_dir), quick, device, workers) if own_runs else None
     return {
-        "claims": _claims(summaries, figures) + cert_claims + functional["claims"],
-        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables,
+        "claims": _claims(summaries, figures) + cert_claims + functional["claims"] + (worst["claims"] if worst else []),
+        "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables
+                  + (worst["tables"] if worst else []),
         "certificates": certificates,
+        "worst_case": worst["details"] if worst else None,
         "functional_sinks": functional["rows"],
         "runs": {f"{k}-{l}x{h}": _run_digest(s, [j.run_id for g, j in planned if (g.run.kind, g.run.layers,
                                                                                   g.run.heads) == (k, l, h)])
@@ -132,6 +136,13 @@ def _certificates(summaries: dict, quick: bool):
     from empirical.certify_parts import training_certificates
 
     return training_certificates(summaries, quick)
+
+
+def _worst_case(results_dir: Path, quick: bool, device: str, workers: int) -> dict:
+    """The worst-case setting trained and certified: T1 in full (issue 17; ``empirical.t1_end_to_end``)."""
+    from empirical import t1_end_to_end
+
+    return t1_end_to_end.run(results_dir, quick, device, workers)
 
 
 def _functional_sinks(results_dir: Path, summaries: dict) -> dict:

@@ -44,17 +44,24 @@ def _token_range(V: list[list[Fraction]], r: int, flag: int, d: int) -> tuple[Fr
     return V[r][flag] - spread, V[r][flag] + spread
 
 
-def nontrigger_bound(h: heads.Head, a_lo: float, after: bool) -> Fraction:
-    """Certified bound on |error| at a non-trigger query whose BOS mass is >= a_lo."""
+def value_ranges(h: heads.Head) -> list[tuple[Fraction, tuple[Fraction, Fraction], tuple[Fraction, Fraction]]]:
+    """Per output coordinate r: z_0 = (V e_0)_r, the range of (V x)_r over content tokens, and over
+    content and trigger tokens together (exact; computed once per head)."""
     V, d = [list(r) for r in h.V_exact], h.d
+    out = []
+    for r in range(d):
+        content = _token_range(V, r, task.content_flag(d), d)
+        trig = _token_range(V, r, task.TRIGGER_FLAG, d)
+        out.append((V[r][task.BOS_FLAG], content, (min(content[0], trig[0]), max(content[1], trig[1]))))
+    return out
+
+
+def nontrigger_bound(h: heads.Head, a_lo: float, after: bool, ranges=None) -> Fraction:
+    """Certified bound on |error| at a non-trigger query whose BOS mass is >= a_lo."""
     gap = 1 - heads.exact(a_lo)
     worst = Fraction(0)
-    for r in range(d):
-        z0 = V[r][task.BOS_FLAG]
-        ranges = [_token_range(V, r, task.content_flag(d), d)]
-        if after:
-            ranges.append(_token_range(V, r, task.TRIGGER_FLAG, d))
-        lo, hi = min(x for x, _ in ranges), max(y for _, y in ranges)
+    for z0, content, both in ranges or value_ranges(h):
+        lo, hi = both if after else content
         worst = max(worst, abs(z0), abs(z0 + gap * (lo - z0)), abs(z0 + gap * (hi - z0)))
     return worst
 
@@ -62,14 +69,14 @@ def nontrigger_bound(h: heads.Head, a_lo: float, after: bool) -> Fraction:
 def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray):
     """Ranges over the query box of (BOS, content key, own key) score weights' logs, relative to
     g_{d-1}(c) for softmax (absolute for sigmoid_norm, whose weights are sigmoid of scores)."""
-    M, d, f = h.M, h.d, task.TRIGGER_FLAG
+    d, f = h.d, task.TRIGGER_FLAG
     softmax = h.kind == "softmax"
     ref = task.content_flag(d) if softmax else None
     exps = {
-        "bos": (heads.score_exponent(M, f, task.BOS_FLAG, 0, False, ref),) * 2,
-        "content": (heads.score_exponent(M, f, task.content_flag(d), -1, False, ref),
-                    heads.score_exponent(M, f, task.content_flag(d), +1, False, ref)),
-        "own": (heads.score_exponent(M, f, None, 0, False, ref),) * 2,
+        "bos": (heads.score_exponent(h, f, task.BOS_FLAG, 0, False, ref),) * 2,
+        "content": (heads.score_exponent(h, f, task.content_flag(d), -1, False, ref),
+                    heads.score_exponent(h, f, task.content_flag(d), +1, False, ref)),
+        "own": (heads.score_exponent(h, f, None, 0, False, ref),) * 2,
     }
     return {k: (float(branch.exponent_lower(a, lo, hi).ub[0]), float(branch.exponent_upper(b, lo, hi).ub[0]))
             for k, (a, b) in exps.items()}
@@ -150,9 +157,11 @@ def eta_upper(h: heads.Head, L: int, sink_rows: list[dict], splits: int = TRIGGE
     """eta_up and where it is attained (BOS query, a non-trigger query, or a trigger position)."""
     V = [list(r) for r in h.V_exact]
     parts = {"bos query": max(abs(V[r][task.BOS_FLAG]) for r in range(h.d))}
+    ranges = value_ranges(h)
     for row in sink_rows:
         if row["case"] != "trigger":
-            parts[f"query {row['position']} {row['case']}"] = nontrigger_bound(h, row["certified"], row["case"] == "after")
+            parts[f"query {row['position']} {row['case']}"] = nontrigger_bound(h, row["certified"], row["case"] == "after",
+                                                                              ranges)
     for j, b in trigger_bounds(h, L, splits).items():
         parts[f"trigger {j}"] = b
     where = max(parts, key=parts.get)
@@ -161,103 +170,11 @@ def eta_upper(h: heads.Head, L: int, sink_rows: list[dict], splits: int = TRIGGE
 
 
 # ----------------------------------------------------------------------------------------
-# eta_lo: a witness input, searched in float64 and replayed exactly.
-
-
-def forward_float(h: heads.Head, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Outputs and attention of the head on inputs X [B, L, d] (float64, for the search only)."""
-    M, V = h.M, h.V
-    S = np.einsum("bid,de,bke->bik", X, M, X)
-    L = X.shape[1]
-    mask = np.tril(np.ones((L, L), bool))
-    if h.kind == "softmax":
-        S = np.where(mask, S, -np.inf)
-        W = np.exp(S - S.max(axis=-1, keepdims=True))
-    else:
-        W = np.where(mask, 1 / (1 + np.exp(-S)), 0.0)
-    A = W / W.sum(axis=-1, keepdims=True)
-    return (A @ X) @ V.T, A
-
-
-def target_float(X: np.ndarray, j: int) -> np.ndarray:
-    Y = np.zeros_like(X)
-    Y[:, j] = X[:, 1:j + 1].mean(axis=1)
-    return Y
-
-
-def _sequences(contents: np.ndarray, j: int, d: int) -> np.ndarray:
-    """Inputs [B, L, d] from contents [B, L-1, n] with the trigger at j."""
-    B, Lm1, n = contents.shape
-    X = np.zeros((B, Lm1 + 1, d))
-    X[:, 0, task.BOS_FLAG] = 1
-    X[:, 1:, task.CONTENT_START:d - 1] = contents
-    X[:, 1:, task.content_flag(d)] = 1
-    X[:, j, task.content_flag(d)] = 0
-    X[:, j, task.TRIGGER_FLAG] = 1
-    return X
-
-
-def _errors(h: heads.Head, contents: np.ndarray, j: int) -> np.ndarray:
-    X = _sequences(contents, j, h.d)
-    out, _ = forward_float(h, X)
-    return np.abs(out - target_float(X, j)).max(axis=(1, 2))
-
-
-def _starts(h: heads.Head, L: int, j: int, rng, random: int) -> np.ndarray:
-    """Random vertex contents and, per coordinate r and sign, the contents that push the trigger's
-    error in that coordinate (keys at the sign of (V_r - e_r) / j on the content block)."""
-    n, d, V = h.n, h.d, h.V
-    C = slice(task.CONTENT_START, d - 1)
-    starts = [rng.choice([-1.0, 1.0], size=(L - 1, n)) for _ in range(random)]
-    for r in range(d):
-        row = (V[r, C] - (np.arange(task.CONTENT_START, d - 1) == r)) / j
-        for sign in (1.0, -1.0):
-            starts.append(np.tile(np.where(sign * row >= 0, 1.0, -1.0), (L - 1, 1)))
-    return np.array(starts)
-
-
-def _climb(h: heads.Head, L: int, j: int, best: np.ndarray, rounds: int) -> tuple[float, np.ndarray]:
-    """Greedy ascent by single content-sign flips from ``best`` [L-1, n]."""
-    n = h.n
-    current = float(_errors(h, best[None], j)[0])
-    idx = np.arange((L - 1) * n)
-    for _ in range(rounds):
-        flips = np.repeat(best.reshape(1, -1), len(idx), axis=0)
-        flips[idx, idx] *= -1
-        e = _errors(h, flips.reshape(-1, L - 1, n), j)
-        k = int(np.argmax(e))
-        if e[k] <= current:
-            break
-        current, best = float(e[k]), flips[k].reshape(L - 1, n)
-    return current, best
-
-
-def search_witness(h: heads.Head, L: int, seed: int = 0, random: int = 16, rounds: int = 8,
-                   positions: int = 3) -> tuple[float, np.ndarray, int]:
-    """The largest float error found: (error, contents [L-1, n], trigger position). Every trigger
-    position gets the starting pool; the ``positions`` best ones get the greedy ascent."""
-    rng = np.random.default_rng(seed)
-    pools = {}
-    for j in range(2, L):
-        pool = _starts(h, L, j, rng, random)
-        errs = _errors(h, pool, j)
-        pools[j] = (float(errs.max()), pool[int(np.argmax(errs))])
-    top = sorted(pools, key=lambda j: -pools[j][0])[:positions]
-    found = [(*_climb(h, L, j, pools[j][1], rounds), j) for j in top]
-    return max(found, key=lambda t: t[0])
+# eta_lo: a witness input, searched in float64 and replayed exactly (``witness``).
 
 
 def eta_lower(net: reference.Network, h: heads.Head, L: int, seed: int = 0) -> dict[str, Any]:
-    """The best float witness over every trigger position, replayed exactly: eta_lo."""
-    err, contents, j = search_witness(h, L, seed)
-    X = task.make_sequence([heads.exact_vector(row) for row in contents], j)
-    Y, _ = replay.replay(net, X)
-    y = task.target(X, j)
-    worst, where = None, None
-    for i in range(L):
-        for r in range(h.d):
-            e = abs(Y[i][r] - replay.iv_number(y[i][r]))
-            if worst is None or e.a > worst.a:
-                worst, where = e, (i, r)
-    return {"eta_lo": replay.down(worst), "float_search": err, "trigger": j, "position": where[0], "coordinate": where[1],
-            "contents": contents.tolist()}
+    """The best typed witness over every query, replayed exactly: eta_lo (``witness.eta_lower``)."""
+    from . import witness
+
+    return witness.eta_lower(net, h, L, seed)
