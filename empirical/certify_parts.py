@@ -172,7 +172,8 @@ def _training_claims(certs: list) -> list[dict]:
                       + (" ('T1 does not apply': eta_up above 1/12 = 0.083, the range of (a))" if "T1 does not apply" in overall else "")
                       + "; part (b) needs eta <= 1/120 = 0.0083"
                       + (": every head's replayed witness error eta_lo is already above it, so (b) cannot apply to these "
-                         "heads however tight eta_up gets; (a) applies with a weak bound" if below else "")),
+                         "heads however tight eta_up gets; (a) applies with a weak bound. The worst-case setting "
+                         "(empirical.worstcase, tables 'T1 in full') trains heads that (b) applies to" if below else "")),
          "test": f"{TEST}::test_t1_end_to_end_on_the_family_is_consistent", "command": COMMAND, "figures": []},
     ]
 

@@ -4,8 +4,10 @@ CERTIFIED worst-case error lies inside T1(b)'s range eta <= 1/120, so that T1 ap
 The reference runs of SPEC section 4 (kept as they are) stop when one random batch of 128
 sequences has max-abs error < 5e-3; that says nothing about the worst input, and their heads
 have a certified worst-case error of 0.03-0.05 (a replayed witness 0.016-0.023): T1(b) can never
-apply to them. This setting continues each reference head, trained first exactly as the
-reference run of its seed (same ``TrainConfig``, same numbers), by worst-case fine-tuning:
+apply to them. This setting continues each reference head, trained first as the reference run
+of its seed alone (the same ``TrainConfig``; in the training part's ensemble a member may stop a
+few steps away from its single run, since ensembles of different sizes round differently in the
+last bit), by worst-case fine-tuning:
 
 - ``steps`` Adam steps (reference betas, fresh optimiser state), learning rate decayed from
   ``lr`` to ``lr_end`` on a cosine (Adam at a fixed 1e-3 has a noise floor: the issue's
@@ -143,7 +145,8 @@ def worst_case_job(config: WorstCaseConfig, seeds: tuple[int, ...], device: str 
         history = finetune(model, config, seed)
         m = ref["members"][0]
         members.append({"seed": seed, "reference_steps": m["steps"], "reference_converged": m["converged"],
-                        "reference_eval_max_abs_error": m["eval_max_abs_error"], "finetune_steps": config.steps,
+                        "reference_eval_max_abs_error": m["eval_max_abs_error"], "reference_weights": ref["weights"][0],
+                        "finetune_steps": config.steps,
                         "history": history, "final_float_worst": history[-1]["float_worst"]})
         weights += model_weights(model)
     out = {"setting": NAME, "config": {**dataclasses.asdict(config), "seeds": list(seeds)}, "members": members,

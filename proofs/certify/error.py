@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from constructions import reference, task
+from constructions.numbers import fraction_up
 
 from . import branch, heads, replay
 
@@ -66,23 +67,62 @@ def nontrigger_bound(h: heads.Head, a_lo: float, after: bool, ranges=None) -> Fr
     return worst
 
 
-def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray):
-    """Ranges over the query box of (BOS, content key, own key) score weights' logs, relative to
-    g_{d-1}(c) for softmax (absolute for sigmoid_norm, whose weights are sigmoid of scores)."""
+RANGE_NODES = 5_000  # budget of each whole-box range search (its bound is certified either way)
+
+
+def _trigger_exponents(h: heads.Head) -> dict[str, tuple[heads.Exponent, heads.Exponent]]:
+    """(lower, upper) exponents of the BOS, content-key and own-key score weights at a trigger
+    query, as functions of its content: relative to g_{d-1}(c) for softmax (absolute for
+    sigmoid_norm, whose weights are sigmoid of scores)."""
     d, f = h.d, task.TRIGGER_FLAG
-    softmax = h.kind == "softmax"
-    ref = task.content_flag(d) if softmax else None
-    exps = {
+    ref = task.content_flag(d) if h.kind == "softmax" else None
+    return {
         "bos": (heads.score_exponent(h, f, task.BOS_FLAG, 0, False, ref),) * 2,
         "content": (heads.score_exponent(h, f, task.content_flag(d), -1, False, ref),
                     heads.score_exponent(h, f, task.content_flag(d), +1, False, ref)),
         "own": (heads.score_exponent(h, f, None, 0, False, ref),) * 2,
     }
-    return {k: (float(branch.exponent_lower(a, lo, hi).ub[0]), float(branch.exponent_upper(b, lo, hi).ub[0]))
-            for k, (a, b) in exps.items()}
 
 
-def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray) -> dict[str, tuple[float, float]]:
+def whole_box_ranges(h: heads.Head, max_nodes: int = RANGE_NODES) -> dict[str, tuple[float, float]]:
+    """Certified ranges of the three exponents over the WHOLE content box, each by the branch and
+    bound (``branch.maximise`` of exp(+-E)): the content key's best score a + ||b + K c||_1 is
+    convex in c, so the search splits into faces and closes at its maximising vertex; the affine
+    majorant of one box alone would give the triangle inequality instead (about twice as wide on
+    trained heads). Every sub-box's range is intersected with these."""
+    n = h.n
+    out = {}
+    for k, (low, high) in _trigger_exponents(h).items():
+        top = branch.maximise(branch.ExpSum([(1.0, high)], +1), n, max_nodes=max_nodes).upper
+        bottom = branch.maximise(branch.ExpSum([(1.0, low)], -1), n, max_nodes=max_nodes).upper
+        out[k] = (_log_down(-bottom), _log_up(top))
+    return out
+
+
+def _log_up(x: float) -> float:
+    """A float >= log(x) (interval arithmetic, rounded outward)."""
+    from mpmath import iv
+
+    return replay.up(iv.log(iv.mpf(x)))
+
+
+def _log_down(x: float) -> float:
+    from mpmath import iv
+
+    return replay.down(iv.log(iv.mpf(x))) if x > 0 else -np.inf
+
+
+def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None):
+    """Ranges over the query box [lo, hi] of the exponents of ``_trigger_exponents`` (the affine
+    majorants of ``branch``, intersected with the whole-box ranges ``whole`` when given)."""
+    out = {k: (float(branch.exponent_lower(a, lo, hi).ub[0]), float(branch.exponent_upper(b, lo, hi).ub[0]))
+           for k, (a, b) in _trigger_exponents(h).items()}
+    if whole:
+        out = {k: (max(a, whole[k][0]), min(b, whole[k][1])) for k, (a, b) in out.items()}
+    return out
+
+
+def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None) -> dict[str, tuple[float, float]]:
     """Enclosures [w-, w+] (floats rounded outward) of the unnormalised weights of BOS, a content
     key and the trigger's own key at trigger queries whose content lies in [lo, hi]."""
     from mpmath import iv
@@ -90,7 +130,8 @@ def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray) -> dict[str, tupl
     def w(x):
         return iv.exp(iv.mpf(x)) if h.kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(x)))
 
-    return {k: (replay.down(w(a)), replay.up(w(b))) for k, (a, b) in _exponent_ranges(h, lo[None], hi[None]).items()}
+    return {k: (replay.down(w(a)), replay.up(w(b)))
+            for k, (a, b) in _exponent_ranges(h, lo[None], hi[None], whole).items()}
 
 
 def _support(V: np.ndarray, a: np.ndarray, j: int, flag: int, lo: np.ndarray, hi: np.ndarray, sign: int) -> np.ndarray:
@@ -103,7 +144,7 @@ def _support(V: np.ndarray, a: np.ndarray, j: int, flag: int, lo: np.ndarray, hi
     return sign * rows[:, :, flag] + content
 
 
-def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray) -> float:
+def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None) -> float:
     """Certified bound on |error| at trigger query j when its content lies in [lo, hi].
 
     Relaxation: each key's weight ranges over its enclosure independently of its own content.
@@ -114,7 +155,7 @@ def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray) -> 
     vertex: BOS and the own key at an end of their ranges and m of the j - 1 interchangeable
     content keys at the top of theirs (m = 0..j-1). Float64 with a rounding allowance."""
     V, d = h.V, h.d
-    w = raw_weights(h, lo, hi)
+    w = raw_weights(h, lo, hi, whole)
     combos = np.array([(wb, m, wo) for m in range(j) for wb in w["bos"] for wo in w["own"]])
     wb, m, wo = combos[:, 0], combos[:, 1], combos[:, 2]
     c_lo, c_hi = w["content"]
@@ -137,7 +178,8 @@ def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[
     coordinate) go to whichever sub-box of any j has the largest bound, so the work goes where
     eta_up is decided. Each j's bound is the largest over its leaves."""
     n = h.n
-    leaves = [(trigger_bound_box(h, j, -np.ones(n), np.ones(n)), j, -np.ones(n), np.ones(n)) for j in range(2, L)]
+    whole = whole_box_ranges(h)
+    leaves = [(trigger_bound_box(h, j, -np.ones(n), np.ones(n), whole), j, -np.ones(n), np.ones(n)) for j in range(2, L)]
     for _ in range(splits):
         leaves.sort(key=lambda t: t[0], reverse=True)
         _, j, lo, hi = leaves.pop(0)
@@ -145,12 +187,17 @@ def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[
         mid = (lo[k] + hi[k]) / 2
         left_hi, right_lo = hi.copy(), lo.copy()
         left_hi[k], right_lo[k] = mid, mid
-        leaves += [(trigger_bound_box(h, j, lo, left_hi), j, lo, left_hi),
-                   (trigger_bound_box(h, j, right_lo, hi), j, right_lo, hi)]
+        leaves += [(trigger_bound_box(h, j, lo, left_hi, whole), j, lo, left_hi),
+                   (trigger_bound_box(h, j, right_lo, hi, whole), j, right_lo, hi)]
     out: dict[int, float] = {}
     for b, j, _, _ in leaves:
         out[j] = max(out.get(j, b), b)
     return out
+
+
+def certified_eta(worst) -> float:
+    """The largest part (an exact Fraction, or a float bound) as a float rounded up: eta_up."""
+    return fraction_up(Fraction(worst)) if isinstance(worst, Fraction) else float(worst)
 
 
 def eta_upper(h: heads.Head, L: int, sink_rows: list[dict], splits: int = TRIGGER_SPLITS) -> dict[str, Any]:
@@ -165,7 +212,7 @@ def eta_upper(h: heads.Head, L: int, sink_rows: list[dict], splits: int = TRIGGE
     for j, b in trigger_bounds(h, L, splits).items():
         parts[f"trigger {j}"] = b
     where = max(parts, key=parts.get)
-    return {"eta_up": float(parts[where]) * (1 + 2 ** -50), "attained_by": where,
+    return {"eta_up": certified_eta(parts[where]), "attained_by": where,
             "by_part": {k: float(v) for k, v in parts.items()}}
 
 
