@@ -67,7 +67,7 @@ def nontrigger_bound(h: heads.Head, a_lo: float, after: bool, ranges=None) -> Fr
     return worst
 
 
-RANGE_NODES = 5_000  # budget of each whole-box range search (its bound is certified either way)
+RANGE_WORK = 300_000  # boxes x n per whole-box range search (its bound is certified either way)
 
 
 def _trigger_exponents(h: heads.Head) -> dict[str, tuple[heads.Exponent, heads.Exponent]]:
@@ -84,18 +84,22 @@ def _trigger_exponents(h: heads.Head) -> dict[str, tuple[heads.Exponent, heads.E
     }
 
 
-def whole_box_ranges(h: heads.Head, max_nodes: int = RANGE_NODES) -> dict[str, tuple[float, float]]:
+def whole_box_ranges(h: heads.Head, max_nodes: int | None = None) -> dict[str, tuple[float, float]]:
     """Certified ranges of the three exponents over the WHOLE content box, each by the branch and
     bound (``branch.maximise`` of exp(+-E)): the content key's best score a + ||b + K c||_1 is
     convex in c, so the search splits into faces and closes at its maximising vertex; the affine
     majorant of one box alone would give the triangle inequality instead (about twice as wide on
     trained heads). Every sub-box's range is intersected with these."""
     n = h.n
+    max_nodes = max_nodes or max(1_000, RANGE_WORK // n)
     out = {}
     for k, (low, high) in _trigger_exponents(h).items():
-        top = branch.maximise(branch.ExpSum([(1.0, high)], +1), n, max_nodes=max_nodes).upper
+        top = _log_up(branch.maximise(branch.ExpSum([(1.0, high)], +1), n, max_nodes=max_nodes).upper)
+        if low.s == -1 and high.s == +1 and low.a == high.a == 0 and not low.p.any() and not high.p.any():
+            out[k] = (-top, top)  # the content key relative to its own flag: +-||b + K c||_1, one search
+            continue
         bottom = branch.maximise(branch.ExpSum([(1.0, low)], -1), n, max_nodes=max_nodes).upper
-        out[k] = (_log_down(-bottom), _log_up(top))
+        out[k] = (_log_down(-bottom), top)
     return out
 
 
