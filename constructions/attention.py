@@ -307,7 +307,7 @@ register(AttentionKind(
 ))
 
 
-# ---- kinds beyond the paper (SPEC section 6) -------------------------------------------
+# ---- kinds beyond the paper (constructions/SPEC.md section 6) -------------------------
 # Each can_abstain prediction is the same argument as for relu: a row whose total mass can go
 # to ~0 (or into a slot that is not a key) outputs ~nothing without a content-free key, so no
 # sink is forced; a kind whose rows sum to one over the keys is in softmax's position.

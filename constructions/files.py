@@ -52,14 +52,19 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    """Read a JSON file; a missing or malformed file is bad input naming the file."""
+    """Read a JSON file; a missing, unreadable or malformed file is bad input naming the file
+    (nesting too deep to parse and integers beyond Python's 4300-digit limit included)."""
     path = Path(path)
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
         raise BadInput(f"file not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(f"malformed JSON in {path}: {e}") from None
+    except OSError as e:
+        raise BadInput(f"cannot read {path}: {e.strerror or e}") from None
+    except RecursionError:
+        raise BadInput(f"malformed JSON in {path}: nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, the integer digit limit
+        raise BadInput(f"malformed JSON in {path}: {str(e)[:160]}") from None
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The slow exact reference evaluator of SPEC section 2, over any numeric backend.
+"""The slow exact reference evaluator of constructions/SPEC.md section 2, over any numeric backend.
 
 This is the semantics everything else is checked against: the torch model must agree with it
 (float64, tight tolerance), constructions are verified with it in rational or symbolic

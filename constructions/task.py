@@ -1,4 +1,4 @@
-"""The trigger-conditional task of SPEC section 1: one definition for proofs, SMT, constructions
+"""The trigger-conditional task of constructions/SPEC.md section 1: one definition for proofs, SMT, constructions
 and training.
 
 A sequence has ``L`` positions; position 0 is BOS. Token ``i`` has ``d`` features:
@@ -21,7 +21,7 @@ Variants (``TaskConfig`` fields whose defaults give the reference task above, un
   (every token up to and including the trigger, divided by j + 1). Triggers stay in {2..L-1}.
 - ``triggers=n``: n distinct trigger positions per sequence, drawn uniformly from {2..L-1}.
   Every trigger t gets the inclusive mean of positions 1..t (earlier triggers included: with
-  the exclusive mean no per-token head can solve it, see notes/smt-feasibility.md F1); every
+  the exclusive mean no per-token head can solve it, finding F1 in proofs/smt/README.md); every
   other position 0 (or x_i with ``residual``). ``Batch.trigger`` holds the first trigger;
   ``trigger_mask(x)`` gives all of them from the trigger flags.
 - ``retrieval=True``: key-query retrieval. The first content coordinate (index
@@ -53,6 +53,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 BOS_FLAG = 0
+D_MIN = 4  # SPEC section 1: at least one content coordinate
+L_MIN = 4  # SPEC section 1: two trigger positions (2 and 3) at least
 TRIGGER_FLAG = 1
 CONTENT_START = 2  # content coordinates are CONTENT_START .. d-2
 
@@ -100,10 +102,10 @@ class TaskConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise BadInput(f"task field {name!r} must be an integer, got {value!r}")
-        if self.d < 4:
-            raise BadInput(f"task field 'd' must be >= 4 (one content coordinate at least), got {self.d}")
-        if self.L < 4:
-            raise BadInput(f"task field 'L' must be >= 4, got {self.L}")
+        if self.d < D_MIN:
+            raise BadInput(f"task field 'd' must be >= {D_MIN} (one content coordinate at least), got {self.d}")
+        if self.L < L_MIN:
+            raise BadInput(f"task field 'L' must be >= {L_MIN}, got {self.L}")
         if self.trigger is not None and (
             not isinstance(self.trigger, int) or isinstance(self.trigger, bool)
             or not 2 <= self.trigger <= self.L - 1
@@ -129,7 +131,7 @@ class TaskConfig:
 
     @property
     def is_reference(self) -> bool:
-        """True for the reference task of SPEC section 1 (no variant switched on)."""
+        """True for the reference task of constructions/SPEC.md section 1 (no variant switched on)."""
         return self.bos and self.triggers == 1 and not self.retrieval
 
     @property
@@ -203,7 +205,7 @@ def averaged_positions(X: Sequence[Sequence[Any]], t: int, bos: bool = True, ret
 
 def target(X: Sequence[Sequence[Any]], j: int | None = None, residual: bool = False,
            bos: bool = True, retrieval: bool = False) -> list[list[Any]]:
-    """The exact target of SPEC section 1 (mean over positions 1..j, BOS excluded).
+    """The exact target of constructions/SPEC.md section 1 (mean over positions 1..j, BOS excluded).
 
     ``j=None`` reads the trigger(s) from the trigger flags (several for the several-triggers
     variant); ``bos`` and ``retrieval`` select those variants (module docstring).

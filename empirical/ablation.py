@@ -5,7 +5,7 @@ at once) two ablations are run on the training evaluation set, through the stage
 (``empirical.staged``; nothing about the model is re-implemented):
 
 - ``removed``: at every non-trigger query (1..L-1 except the trigger: where the sink is, as
-  SPEC section 5 measures it) the head's weight on BOS is set to 0 and the row is renormalised
+  constructions/SPEC.md section 5 measures it) the head's weight on BOS is set to 0 and the row is renormalised
   over the other keys so that it keeps its total mass sum_k a_ik (for softmax: the softmax over
   keys 1..i, i.e. BOS taken out of the softmax). Query 0 sees only BOS and has no other key to
   renormalise over; the trigger row's BOS weight is part of the mean, not a sink; both are

@@ -1,4 +1,4 @@
-"""Certified lower bounds on the sink mass of softmax heads (SPEC section 3).
+"""Certified lower bounds on the sink mass of softmax heads (constructions/SPEC.md section 3).
 
 At a query i of one head with weights a_i on the simplex, write u_k for the value image of key
 k (u_k = W_O^h W_V^h x_k) and o_i = sum_k a_ik u_k for the head's output. Let delta_i be the
@@ -49,43 +49,81 @@ def applies(kind: str) -> bool:
 
 
 def project_simplex(v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Euclidean projection of each row of ``v`` [N, K] onto the simplex over the keys where
-    ``mask`` [N, K] is True (zero elsewhere). Sort-based, batched."""
+    """Euclidean projection of each row of ``v`` [..., K] onto the simplex over the keys where
+    ``mask`` [..., K] is True (zero elsewhere; every row needs one True). Sort-based, batched."""
     K = v.shape[-1]
-    s, _ = torch.sort(v.masked_fill(~mask, float("-inf")), dim=-1, descending=True)
-    finite = torch.isfinite(s)
-    cs = torch.cumsum(s.masked_fill(~finite, 0.0), dim=-1)
+    # Hidden keys get a finite sentinel, so they sort last and the cumulative sums over the
+    # kept prefix are the same numbers with no clean-up pass: at a hidden position p, with m
+    # hidden keys in the prefix (m < p), the support test is about -HIDDEN * (1 - m / p) < 0.
+    s, _ = torch.sort(torch.where(mask, v, _HIDDEN), dim=-1, descending=True)
+    cs = torch.cumsum(s, dim=-1)
     k = torch.arange(1, K + 1, device=v.device, dtype=v.dtype)
-    support = finite & (s - (cs - 1) / k > 0)  # a prefix of the sorted keys
-    rho = support.sum(dim=-1, keepdim=True).clamp(min=1)  # [N, 1]
+    support = s - (cs - 1) / k > 0  # a prefix of the sorted kept keys
+    rho = support.sum(dim=-1, keepdim=True)  # [..., 1], >= 1: the largest kept key is in it
     theta = (torch.gather(cs, -1, rho - 1) - 1) / rho.to(v.dtype)
     return (v - theta).clamp(min=0) * mask
+
+
+_HIDDEN = -1e30  # far below any kept value (|v| is O(1) to O(1e6) here)
 
 
 def min_norm_distance(points: torch.Tensor, mask: torch.Tensor, iters: int = SOLVER_ITERS,
                       gap_tol: float = SOLVER_GAP_TOL, chunk: int = 16384) -> tuple[torch.Tensor, torch.Tensor]:
     """Distance from the origin to the convex hull of ``points`` [N, K, d] where ``mask`` [N, K]
     (every row needs one True). Returns (certified lower bound, upper bound), each [N].
-    Problems are solved ``chunk`` at a time to bound memory."""
-    parts = [_solve(points[s:s + chunk], mask[s:s + chunk], iters, gap_tol) for s in range(0, len(points), chunk)]
-    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+    Problems are solved ``chunk`` at a time to bound memory. ``min_norm_weights`` and
+    ``certificate`` also take Q problems per point set (mask [N, Q, K])."""
+    lam = min_norm_weights(points, mask, iters, gap_tol, chunk)
+    return _certificate(points.to(torch.float64), mask, lam)
 
 
-def _solve(points: torch.Tensor, mask: torch.Tensor, iters: int, gap_tol: float) -> tuple[torch.Tensor, torch.Tensor]:
-    # FISTA with gradient-based adaptive restart (O'Donoghue & Candes 2015), per problem;
-    # every CHECK_EVERY steps the problems whose duality gap is below gap_tol are retired.
+def min_norm_weights(points: torch.Tensor, mask: torch.Tensor, iters: int = SOLVER_ITERS,
+                     gap_tol: float = SOLVER_GAP_TOL, chunk: int = 16384,
+                     floor: torch.Tensor | None = None, rel_tol: float = 0.0) -> torch.Tensor:
+    """The solver's simplex weights (zero off ``mask``) of its approximate min-norm points, [N, K]
+    for ``mask`` [N, K] or [N, Q, K] for ``mask`` [N, Q, K] (Q problems on each point set, over
+    subsets of its keys: the queries of one sequence). Any such weights give a valid certificate
+    (``certificate``), in this basis or in any other that preserves inner products.
+
+    ``floor`` (shaped like the problems, [N] or [N, Q]): a caller that only needs to know whether
+    the distance exceeds it; a problem is also done once a hull point at most that far is found.
+    ``rel_tol``: a problem is also done once its gap is below ``rel_tol`` times its upper bound."""
+    single = mask.dim() == 2
+    mask = mask.unsqueeze(-2) if single else mask
+    if floor is None:
+        floor = torch.full(mask.shape[:-1], float("-inf"), dtype=torch.float64, device=mask.device)
+    elif single:
+        floor = floor.unsqueeze(-1)
+    lam = torch.cat([_solve(points[s:s + chunk], mask[s:s + chunk], iters, gap_tol, floor[s:s + chunk], rel_tol)
+                     for s in range(0, len(points), chunk)])
+    return lam.squeeze(-2) if single else lam
+
+
+def _solve(points: torch.Tensor, mask: torch.Tensor, iters: int, gap_tol: float, floor: torch.Tensor,
+           rel_tol: float = 0.0) -> torch.Tensor:
+    # FISTA with gradient-based adaptive restart (O'Donoghue & Candes 2015), per problem, on
+    # points [N, K, d] with Q problems each (mask [N, Q, K]); every CHECK_EVERY steps the point
+    # sets whose problems all have a duality gap below gap_tol (or a hull point within floor
+    # [N, Q] of the origin) are retired.
     points = points.to(torch.float64)
     maskf = mask.to(points.dtype)
-    gram = points @ points.transpose(-1, -2) * (maskf.unsqueeze(-1) * maskf.unsqueeze(-2))  # [N, K, K]
-    step = 1.0 / (2 * torch.linalg.eigvalsh(gram)[..., -1:].clamp(min=1e-300))  # 1 / Lipschitz
-    lam = maskf / maskf.sum(dim=-1, keepdim=True)  # [N, K], uniform start
+    gram = points @ points.transpose(-1, -2)  # [N, K, K]; y is 0 off its mask, so G y is the masked product
+    used = maskf.amax(dim=-2)  # [N, K]: keys some problem of the set sees
+    top = torch.linalg.eigvalsh(gram * (used.unsqueeze(-1) * used.unsqueeze(-2)))[..., -1:]  # [N, 1]
+    # A problem over a subset of the keys has a smaller Lipschitz constant: the Frobenius norm of
+    # its masked Gram matrix bounds it (exact for one problem per set, where top is smaller).
+    frobenius = ((maskf @ gram.square()) * maskf).sum(dim=-1).sqrt()  # [N, Q]
+    step = (1.0 / (2 * torch.minimum(top, frobenius).clamp(min=1e-300))).unsqueeze(-1)  # [N, Q, 1]
+    lam = maskf / maskf.sum(dim=-1, keepdim=True)  # [N, Q, K], uniform start
     final = lam.clone()
-    live = torch.arange(len(points), device=points.device)  # problems still being solved
+    live = torch.arange(len(points), device=points.device)  # point sets still being solved
+    # The live sets' data are compacted only when some retire, not gathered at every step:
+    # each problem's arithmetic is the same, so are its numbers.
+    pts, m, g, s, lo = points, mask, gram, step, floor
     y, t = lam, torch.ones_like(step)
     for it in range(iters):
-        m = mask[live]
-        grad = 2 * (gram[live] @ y.unsqueeze(-1)).squeeze(-1)
-        new = project_simplex(y - step[live] * grad, m)
+        grad = 2 * (y @ g)  # [n, Q, K]; the Gram matrix is symmetric
+        new = project_simplex(y - s * grad, m)
         restart = ((y - new) * (new - lam)).sum(dim=-1, keepdim=True) > 0  # momentum points uphill
         t = torch.where(restart, torch.ones_like(t), t)
         t_next = (1 + torch.sqrt(1 + 4 * t * t)) / 2
@@ -93,19 +131,33 @@ def _solve(points: torch.Tensor, mask: torch.Tensor, iters: int, gap_tol: float)
         lam, t = new, t_next
         if it % CHECK_EVERY == CHECK_EVERY - 1 or it == iters - 1:
             final[live] = lam
-            lower, upper = _certificate(points[live], m, lam)
-            keep = (upper - lower) >= gap_tol
+            lower, upper = certificate(pts, m, lam)
+            open_gap = (upper - lower) >= torch.clamp(rel_tol * upper, min=gap_tol)
+            keep = (open_gap & (upper > lo)).any(dim=-1)
+            if bool(keep.all()):
+                continue
             live, lam, y, t = live[keep], lam[keep], y[keep], t[keep]
             if len(live) == 0:
                 break
-    return _certificate(points, mask, final)
+            pts, m, g, s, lo = pts[keep], m[keep], g[keep], s[keep], lo[keep]
+    return final
 
 
 def _certificate(points: torch.Tensor, mask: torch.Tensor, lam: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    x = (lam.unsqueeze(-1) * points).sum(dim=-2)  # [N, d], a point of the hull
+    lower, upper = certificate(points, mask.unsqueeze(-2), lam.unsqueeze(-2))
+    return lower.squeeze(-1), upper.squeeze(-1)
+
+
+def certificate(points: torch.Tensor, mask: torch.Tensor, lam: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(certified lower bound, upper bound) [..., Q] on the distance from 0 to the hull of the
+    ``points`` [..., K, d] where ``mask`` [..., Q, K], for Q problems that share one point set
+    (the queries of one sequence), from simplex weights ``lam`` [..., Q, K]: the point
+    x = sum_k lam_k p_k is in the hull (upper = ||x||) and w = x / ||x|| bounds every hull point's
+    norm from below by min_k w . p_k."""
+    x = lam @ points  # [..., Q, d], a point of each hull
     upper = x.norm(dim=-1)
     w = x / upper.clamp(min=1e-300).unsqueeze(-1)
-    lower = (points @ w.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, float("inf")).amin(dim=-1)
+    lower = (w @ points.transpose(-1, -2)).masked_fill(~mask, float("inf")).amin(dim=-1)
     lower = torch.where(upper > 0, lower.clamp(min=0), torch.zeros_like(lower))
     return lower, upper
 

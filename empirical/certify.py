@@ -18,6 +18,12 @@ EVAL_SEQUENCES = 1000
 EVAL_TRIGGER = 7
 
 
+def stack_head_label(non_vacuous: bool, level: float) -> str:
+    """A stack head's certificate in words: a bound below the level decides nothing (the head may
+    not sink, or the interval propagation may be too wide), so it is "no sink certified"."""
+    return f"sink certified (>= {level:g})" if non_vacuous else f"no sink certified (bound < {level:g})"
+
+
 def is_single_head(net) -> bool:
     return len(net.layers) == 1 and net.layers[0].heads == 1 and not net.residual
 
@@ -104,10 +110,20 @@ COLUMNS = ["position", "case", "certified min a_i0 (every input)", "T1 bound 1 -
 
 
 def heat_map(results: list[dict], path: str | Path) -> Path:
-    """Certified minimum BOS mass (every input) beside the measured mean, per head and position."""
-    import numpy as np
+    """Write ``heat_map_figure(results)`` as a PNG."""
+    from empirical.figures import save_png
 
-    from empirical.figures import _plt, save_png
+    return save_png(heat_map_figure(results), path)
+
+
+def heat_map_figure(results: list[dict]):
+    """1 - certified minimum BOS mass (every input) above 1 - the measured mean, per head and
+    query position, on a log colour scale: the sinks live in 0.99-1, where a linear scale shows one
+    colour. The measured panel is drawn only when something was measured."""
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    from empirical.figures import FLOOR, _plt
 
     plt = _plt()
     rows, labels, meas = [], [], []
@@ -117,7 +133,7 @@ def heat_map(results: list[dict], path: str | Path) -> Path:
         if cert["type"] == "relu head":
             rows.append(np.array([np.nan] + [q["max_bos_weight"] for q in cert["queries"]]))
             labels.append(f"{r['label']} L0H0 (max)")
-            meas.append(np.array(m["heads"][0]["mean"]) if m else np.full(L, np.nan))
+            meas.append(_measured(m, 0, L))
         elif cert["type"] == "single head":
             worst = np.full(L, np.nan)
             for q in cert["queries"]:
@@ -125,19 +141,44 @@ def heat_map(results: list[dict], path: str | Path) -> Path:
                     worst[q["position"]] = np.fmin(worst[q["position"]], q["certified"]) if not np.isnan(worst[q["position"]]) else q["certified"]
             rows.append(worst)
             labels.append(f"{r['label']} L0H0")
-            meas.append(np.array(m["heads"][0]["mean"]) if m else np.full(L, np.nan))
+            meas.append(_measured(m, 0, L))
         else:
             for k, hd in enumerate(cert["heads"]):
                 rows.append(np.array([np.nan if v is None else v for v in hd["per_position"]]))
                 labels.append(f"{r['label']} L{hd['layer']}H{hd['head']}")
-                meas.append(np.array(m["heads"][k]["mean"]) if m else np.full(L, np.nan))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 1.2 + 0.35 * len(rows)), squeeze=False)
-    for ax, data, title in ((axes[0][0], rows, "certified min BOS mass (every input, non-trigger)"),
-                            (axes[0][1], meas, "measured mean BOS mass (eval set, trigger 7)")):
-        im = ax.imshow(np.array(data)[:, 1:], vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set_yticks(range(len(labels)), labels if ax is axes[0][0] else [], fontsize=7)
-        ax.set_xticks(range(0, len(data[0]) - 1), range(1, len(data[0])), fontsize=6)
-        ax.set_xlabel("query position")
+                meas.append(_measured(m, k, L))
+    panels = [(rows, "certified: 1 - min BOS mass over every input (non-trigger queries)")]
+    if not np.all(np.isnan(np.array(meas, dtype=float))):
+        panels.append((meas, "measured: 1 - mean BOS mass (eval set, trigger 7)"))
+    norm = LogNorm(vmin=FLOOR, vmax=1)
+    # panels one above the other, about 0.45 inch per query so that every cell's value fits
+    fig, axes = plt.subplots(len(panels), 1, figsize=(0.45 * (L - 1) + 3, len(panels) * (0.9 + 0.4 * len(rows)) + 0.6),
+                             squeeze=False, layout="constrained")
+    axes = axes.T
+    for ax, (data, title) in zip(axes[0], panels):
+        gap = np.clip(1 - np.array(data, dtype=float)[:, 1:], FLOOR, 1)  # query 0 (BOS itself) left out
+        im = ax.imshow(gap, norm=norm, cmap="viridis_r", aspect="auto")
+        for (r, c), v in np.ndenumerate(gap):
+            ax.text(c, r, "—" if np.isnan(v) else (f"{v:.0e}" if v < 0.995 else "1"), ha="center", va="center",
+                    fontsize=5.5, color="white" if v < 1e-2 else "black")
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_xticks(range(gap.shape[1]), range(1, gap.shape[1] + 1), fontsize=6)
+        ax.set_xlabel("query position i (—: the trigger, or nothing certified there)", fontsize=7)
         ax.set_title(title, fontsize=8)
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8)
-    return save_png(fig, path)
+    bar = fig.colorbar(im, ax=axes[0].tolist(), shrink=0.9)
+    bar.set_label("1 - a_i0, log scale", fontsize=7)
+    fig.suptitle(f"BOS mass as 1 - a_i0 (small = strong sink; 1 = nothing on BOS; {FLOOR:g} or less drawn at "
+                 f"{FLOOR:g})", fontsize=8)
+    return fig
+
+
+def _measured(m: dict | None, head: int, L: int):
+    """Head ``head``'s measured mean BOS mass per query, the trigger query blanked (it is no
+    non-trigger query); all NaN when nothing was measured."""
+    import numpy as np
+
+    if not m:
+        return np.full(L, np.nan)
+    row = np.array(m["heads"][head]["mean"], dtype=float)
+    row[m["trigger"]] = np.nan
+    return row

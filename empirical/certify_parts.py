@@ -82,29 +82,48 @@ def training_certificates(summaries: dict, quick: bool = False) -> tuple[list[di
                        "test": TEST, "command": "sinks reproduce --only training --force", "figures": []})
     stack = summaries.get(("softmax", 2, 2))
     if stack and "weights" in stack:
-        rows, fractions = [], []
+        rows, heads = [], []
         for item in _networks(stack):
             cert = certify.certify_network(item.network, stack["config"]["L"])
-            fractions.append(cert["non_vacuous_fraction"])
             for h in cert["heads"]:
+                heads.append((item.label, h))
                 rows.append([item.label, f"L{h['layer']}H{h['head']}", _fmt(h["min_bos_certified"], 4),
-                             "non-vacuous" if h["non_vacuous"] else "vacuous", f"{cert['seconds']:.1f}"])
+                             certify.stack_head_label(h["non_vacuous"], cert["sink_level"]), f"{cert['seconds']:.1f}"])
         details["stack_2x2"] = rows
         tables.append({"title": "2 x 2 softmax stack: certified per-head BOS mass over every input",
-                       "columns": ["seed", "head", "certified min a_i0 (non-trigger)", f"at level {0.5}", "seconds"],
+                       "columns": ["seed", "head", "certified min a_i0 (non-trigger)", "certificate", "seconds"],
                        "rows": rows,
                        "note": "Layer 0 exact (single-layer certificate); layer 1 by interval bound propagation of the "
-                               "residual stream plus a per-query search: certified at the first queries, vacuous "
-                               "after the trigger, whose stream box (token plus both heads' outputs, enclosed "
-                               "independently) is too wide."})
+                               "residual stream plus a per-query search: certified at the first queries; after the "
+                               "trigger the trigger's stream box (token plus both heads' outputs, enclosed "
+                               "independently) is too wide, and a bound below the level decides nothing."})
+        claims += _stack_claims(heads)
+    return tables, claims, details
+
+
+def _stack_claims(heads: list[tuple[str, dict]]) -> list[dict]:
+    """One claim per layer of the 2 x 2 stacks: its heads sink on every input. Verified exactly
+    when every head of the layer, in every seed, is certified above the level; otherwise the
+    certificate does not decide it (unknown): a bound below the level is no evidence either way."""
+    from proofs.certify.stack import SINK_LEVEL
+
+    claims = []
+    for layer in sorted({h["layer"] for _, h in heads}):
+        mine = [(label, h) for label, h in heads if h["layer"] == layer]
+        certified = sum(h["non_vacuous"] for _, h in mine)
         claims.append({
-            "claim": "2 x 2 softmax stack: per-head BOS mass certified over every input (interval propagation)",
-            "verdict": "verified exactly",
-            "evidence": f"fraction of heads certified >= 0.5 at every non-trigger query, per seed: "
-                        f"{', '.join(f'{x:.2f}' for x in fractions)}; " + "; ".join(f"{r[0]} {r[1]} {r[2]}" for r in rows),
+            "id": f"stack_2x2_layer{layer}",
+            "claim": f"2 x 2 softmax stack, layer {layer}: every head puts >= {SINK_LEVEL:g} on BOS at every non-trigger "
+                     "query on every input (interval propagation, layer 0 exact)",
+            "verdict": "verified exactly" if certified == len(mine) else "unknown",
+            "evidence": (f"{certified}/{len(mine)} head-seeds certified >= {SINK_LEVEL:g}; certified min a_i0 per "
+                         "head and seed: " + ", ".join(f"{label} L{h['layer']}H{h['head']} {h['min_bos_certified']:.3g}"
+                                                       for label, h in mine)
+                         + ("" if certified == len(mine) else
+                            f"; a bound below {SINK_LEVEL:g} decides nothing (no sink certified)")),
             "test": f"{TEST}::test_stack_bounds_contain_sampled_values", "command": "sinks certify results/train/softmax-2x2.json",
             "figures": []})
-    return tables, claims, details
+    return claims
 
 
 def _per_position_table(certs: list) -> dict:
@@ -156,7 +175,7 @@ def _training_claims(certs: list) -> list[dict]:
     below = all(lo > 1 / 120 for _, lo in etas)
     seconds = ", ".join("%.1f" % c["seconds"] for _, c, _ in certs)
     return [
-        {"claim": f"Every trained single-layer softmax head sinks on EVERY input: certified minimum BOS mass > {SINK_MASS} "
+        {"id": "t1_certified", "claim": f"Every trained single-layer softmax head sinks on EVERY input: certified minimum BOS mass > {SINK_MASS} "
                   "at every non-trigger query over all trigger positions and contents",
          "verdict": sink_verdict(mins, [_witness_min(c) for _, c, _ in certs]),
          "evidence": (f"certified min a_i0 per seed {', '.join(_fmt(m, 6) for m in mins)} (interval arithmetic, "
@@ -164,7 +183,7 @@ def _training_claims(certs: list) -> list[dict]:
                       f"{len(certs)} heads); seconds per head {seconds}"),
          "test": f"{TEST}::test_certified_min_is_below_every_enumerated_input_and_witness_replays", "command": COMMAND,
          "figures": []},
-        {"claim": "T1 end to end on trained heads: with the certified worst-case error eta_up, T1's bound holds "
+        {"id": "t1_end_to_end", "claim": "T1 end to end on trained heads: with the certified worst-case error eta_up, T1's bound holds "
                   "where T1 applies",
          "verdict": "refuted" if refuted else ("verified exactly" if any("consistent" in o for o in overall) else "unknown"),
          "evidence": (f"eta_up / eta_lo per seed {', '.join(f'{u:.3g}/{lo:.3g}' for u, lo in etas)}; T1 check "
@@ -227,6 +246,7 @@ def construction_certificates(d: int = 16, L: int = 16, beta: int = 10, gap: int
         rows.append([f"{name} gap = {gap}", "max BOS mass / max error, every input", f"{p.max_bos_mass:.3g} / {p.max_error:.3g}",
                      "-> 0 / 0 as gap -> oo (abstaining_heads.verify_limit)"])
     claim = {
+        "id": "constructions_certified",
         "claim": f"Certified over every input, the constructions agree with their closed forms to {AGREEMENT:g} relative, "
                  "on the sound side: softmax BOS-gap head certified min a_i0 <= e^b/(e^b + L - 1) and eta_up >= "
                  "max((L-1)/(e^b+L-1), e^-b/(2+e^-b)) (exact comparisons), each within the tolerance; ReLU head BOS weight 0",

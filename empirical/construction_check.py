@@ -14,6 +14,7 @@ Torch is imported inside the functions that need it, so the exact pieces stay li
 from __future__ import annotations
 
 import io
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
@@ -69,13 +70,19 @@ def network_to_json(net: reference.Network, meta: Mapping[str, Any] | None = Non
     }
 
 
+# "p", "p/q" or a plain decimal: no exponent, whose "1e99999999" would build a huge integer
+FRACTION_TEXT = re.compile(r"[+-]?(\d+(/\d+)?|\d*\.\d+)")
+
+
 def _fraction(text: Any, where: str) -> Fraction:
     if not isinstance(text, str):
-        raise BadInput(f"{where}: expected a fraction string, got {text!r}")
+        raise BadInput(f"{where}: expected a fraction string, got {str(text)[:40]!r}")
+    if not FRACTION_TEXT.fullmatch(text):
+        raise BadInput(f"{where}: {text[:40]!r} is not a fraction (p, p/q or a decimal)")
     try:
         return Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        raise BadInput(f"{where}: {text!r} is not a fraction") from None
+    except (ValueError, ZeroDivisionError):  # q = 0, or more digits than Python converts
+        raise BadInput(f"{where}: {text[:40]!r} is not a fraction") from None
 
 
 def _matrix_from(rows: Any, where: str) -> reference.Matrix:
@@ -97,16 +104,21 @@ def network_from_json(data: Any, source: str = "network") -> reference.Network:
             raise BadInput(f"{source}: layer {n} is not an object")
         heads = {name: tuple(_matrix_from(M, f"{source}: layer {n} {name}[{h}]")
                              for h, M in enumerate(ld.get(name) or [])) for name in MATRICES}
+        extras_data = ld.get("extras") or []
+        if not isinstance(extras_data, list) or not all(isinstance(e, dict) for e in extras_data):
+            raise BadInput(f"{source}: layer {n} 'extras' must be a list of objects (one per head)")
         extras = tuple(
             {k: (tuple(_fraction(x, f"{source}: layer {n} {k}") for x in v) if isinstance(v, list)
                  else _fraction(v, f"{source}: layer {n} {k}")) for k, v in e.items()}
-            for e in ld.get("extras") or [])
+            for e in extras_data)
         layers.append(reference.Layer(heads["W_Q"], heads["W_K"], heads["W_V"],
                                       _matrix_from(ld.get("W_O"), f"{source}: layer {n} W_O"), extras))
     residual = data.get("residual")
     if not isinstance(residual, bool):
         raise BadInput(f"{source}: 'residual' must be true or false")
-    return reference.Network(str(data.get("kind")), tuple(layers), residual)
+    if not isinstance(data.get("kind"), str):
+        raise BadInput(f"{source}: 'kind' must be the name of an attention kind")
+    return reference.Network(data["kind"], tuple(layers), residual)
 
 
 def write_network_json(path: str | Path, net: reference.Network, meta: Mapping[str, Any] | None = None) -> Path:

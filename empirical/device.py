@@ -1,13 +1,19 @@
-"""Which torch device a command runs on, and how many CPU threads it uses (one for training).
+"""Which torch device a command runs on, and how many CPU threads it uses.
 
 ``resolve_device("auto")`` picks CUDA when torch sees a GPU and the CPU otherwise; an explicit
 name ("cpu", "cuda", "cuda:1", "mps") is checked, and a name torch does not know, or a device
 this machine does not have, is bad input with a one-line message.
+
+Threads: ``use_command_threads`` (called once by the CLI's dispatch, before any command runs)
+gives every command one thread, or ``SINKS_THREADS`` of them, never more than the cores the
+process owns, in torch and in the BLAS / OpenMP pools numpy and torch start (their environment
+variables, so that worker processes inherit it too).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 from constructions.errors import BadInput
 
@@ -43,6 +49,33 @@ def owned_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - platforms without affinity masks
         return max(1, os.cpu_count() or 1)
+
+
+THREADS_ENV = "SINKS_THREADS"
+POOL_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def command_threads() -> int:
+    """The threads a command uses: ``$SINKS_THREADS`` if set, else 1 (see ``use_training_threads``
+    for why one: ``sinks certify`` took 220 s with torch's default threads against 71 s with one
+    at load ~7), never more than the cores this process owns."""
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if not text:
+        return 1
+    if not text.isdigit() or int(text) < 1:
+        raise BadInput(f"{THREADS_ENV} must be a positive integer (threads per command), got {text!r}")
+    return min(int(text), owned_cores())
+
+
+def use_command_threads() -> int:
+    """Set every thread pool of this process (and of the processes it starts) to
+    ``command_threads()``; returns the count."""
+    n = command_threads()
+    for var in POOL_ENV:  # read when numpy / torch start their pools, and inherited by children
+        os.environ[var] = str(n)
+    if "torch" in sys.modules:  # already started (a command run in-process, e.g. by the tests)
+        sys.modules["torch"].set_num_threads(n)
+    return n
 
 
 def use_training_threads() -> int:

@@ -1,4 +1,4 @@
-"""Sink metrics of SPEC section 5: pure functions on attention patterns.
+"""Sink metrics of constructions/SPEC.md section 5: pure functions on attention patterns.
 
 Every function takes patterns laid out as the model caches them, ``pattern`` [..., B, H, L, L]
 (B sequences, H heads, query x key), and the trigger position of each sequence, ``trigger`` [B].
@@ -20,9 +20,9 @@ GU_EPS_STRICT = 0.8  # the stricter threshold used by Barbero et al. (2025)
 # of the reports' T1 claims, observed (mean over the evaluation set) and certified (every input).
 SINK_MASS = 0.99
 # A head of a trained stack counts as sinking in the T2 claims when its mean non-trigger BOS mass
-# is above this level (SPEC section 4 reports the heads above 0.94 / below 0.52).
+# is above this level (constructions/SPEC.md section 4 reports the heads above 0.94 / below 0.52).
 STACK_SINK_MASS = 0.9
-# ReLU heads form "no sink" when their non-trigger BOS mass is at most this (SPEC section 4: <= 0.002).
+# ReLU heads form "no sink" when their non-trigger BOS mass is at most this (constructions/SPEC.md section 4: <= 0.002).
 NO_SINK_MASS = 0.002
 
 

@@ -1,4 +1,4 @@
-"""The torch models of SPEC section 2, readable in one sitting.
+"""The torch models of constructions/SPEC.md section 2, readable in one sitting.
 
 One class covers both models: ``AttentionModel(kind, d, layers=1, heads=1, residual=False)`` is
 the single-layer single-head model; ``layers=N, heads=H, residual=True`` is the multi-layer
@@ -29,6 +29,9 @@ sequence ([S*B, L*H, d] x [S*B, d, L], laid out [S, B, L(query), H, L(key)], wit
 the last dim, the mask broadcast as [L, 1, L], told the scores are already hidden), z = a x per sequence,
 and out = z M^T ([S, B*L, H*d] x [S, H*d, d]). The parameters stay W_Q, W_K, W_V, W_O;
 G and M are d x d products formed each step, so gradients reach the same parameters.
+That is the ``bmm`` formulation; ``empirical.formulations`` holds it and other exact rewritings
+of the same products (per-head blocks, values first, ...) and picks the fastest for the host
+(``forward(x, formulation=name)`` runs a given one).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from torch import nn
 
 from constructions import attention, reference
 from constructions.errors import BadInput
+from empirical import formulations
 
 INIT_STD = 0.02
 
@@ -72,7 +76,7 @@ class AttentionLayer(nn.Module):
                 out[p.name] = w.reshape(-1, 1, 1, self.heads, 1)
         return out
 
-    def _maps(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def maps(self) -> tuple[torch.Tensor, torch.Tensor]:
         """G^T = (W_K^T W_Q)^T per head as [S, d, H*d] and M^T = (W_O^h W_V^h)^T as [S, H*d, d]."""
         d, H = self.d, self.heads
         W_Q, W_K, W_V = (W.reshape(-1, H, d, d) for W in (self.W_Q, self.W_K, self.W_V))
@@ -81,50 +85,24 @@ class AttentionLayer(nn.Module):
         M = self.W_O.reshape(S, d, H, d).transpose(1, 2) @ W_V  # [S, H, d, d]: W_O^h W_V^h
         return G.reshape(S, H * d, d).transpose(1, 2), M.transpose(-1, -2).reshape(S, H * d, d)
 
-    def forward(self, x: torch.Tensor, residual: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    _maps = maps  # the name before the formulations module
+
+    def forward(self, x: torch.Tensor, residual: bool = False,
+                formulation: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The layer's output (``x`` + output with ``residual``, added inside the last product)
-        and its pattern [*E, B, H, L, L]."""
+        and its pattern [*E, B, H, L, L]; ``formulation``: one of ``empirical.formulations``
+        (default: the one chosen for this host)."""
         E = self.W_Q.shape[:-3]  # () or (S,)
         if E and x.dim() == 3:  # one batch for every member
             x = x.expand(*E, *x.shape)
         B, L, d = x.shape[-3:]
-        H = self.heads
-        xs = x.reshape(-1, B, L, d)  # [S, B, L, d]
-        S = xs.shape[0]
-        Gt, Mt = self._maps()
-        rows = xs.reshape(S * B, L, d)
-        y = torch.bmm(xs.reshape(S, B * L, d), Gt)  # [S, B*L, H*d] = [S*B, L*H, d]
-        # scores [S*B, L*H, L] with -inf at the keys a query does not see, added inside the product
-        scores = torch.baddbmm(_causal_bias(L, H, x), y.reshape(S * B, L * H, d), rows.transpose(1, 2))
-        mask = _causal_mask(L, x.device).unsqueeze(1)  # [L, 1, L]: key <= query
-        pattern = self.kind.weights_torch(scores.view(S, B, L, H, L), mask, self.kind_extras(xs), hidden=True)
-        z = torch.bmm(pattern.reshape(S * B, L * H, L), rows)  # [S*B, L*H, d] = [S, B*L, H*d]
-        z = z.view(S, B * L, H * d)
-        out = torch.baddbmm(xs.reshape(S, B * L, d), z, Mt) if residual else torch.bmm(z, Mt)  # [S, B*L, d]
-        pattern = pattern.transpose(-3, -2)  # [S, B, H, L, L], a view (no copy)
+        form = formulations.get(formulation or formulations.current())
+        out, pattern = form.layer(self, x.reshape(-1, B, L, d), residual)  # [S, B*L, d], [S, B, H, L, L]
         return out.view(*E, B, L, d), pattern if E else pattern[0]
 
 
-_MASKS: dict[tuple, torch.Tensor] = {}
-
-
-def _causal_mask(L: int, device: torch.device) -> torch.Tensor:
-    """The [L, L] causal mask (True where key <= query), built once per length and device."""
-    key = (L, str(device))
-    if key not in _MASKS:
-        _MASKS[key] = torch.ones(L, L, dtype=torch.bool, device=device).tril()
-    return _MASKS[key]
-
-
-def _causal_bias(L: int, H: int, like: torch.Tensor) -> torch.Tensor:
-    """0 where key <= query, -inf elsewhere, as [1, L*H, L] rows (query, head) for ``baddbmm``;
-    built once per length, heads, device and dtype."""
-    key = (L, H, str(like.device), like.dtype)
-    if key not in _MASKS:
-        hidden = ~_causal_mask(L, like.device).unsqueeze(1)  # [L, 1, L]
-        bias = torch.zeros(L, 1, L, dtype=like.dtype, device=like.device).masked_fill(hidden, float("-inf"))
-        _MASKS[key] = bias.expand(L, H, L).reshape(1, L * H, L)
-    return _MASKS[key]
+_causal_mask = formulations.causal_mask  # the names before the formulations module
+_causal_bias = formulations.causal_bias
 
 
 class AttentionModel(nn.Module):
@@ -172,12 +150,13 @@ class AttentionModel(nn.Module):
                     target = layer.extras[p.name] if self.ensemble is None else layer.extras[p.name][m]
                     target.fill_(p.init)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Returns the output [*E, B, L, d] and a cache with "L{l}.input" and "L{l}.pattern"."""
+    def forward(self, x: torch.Tensor, formulation: str | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Returns the output [*E, B, L, d] and a cache with "L{l}.input" and "L{l}.pattern"
+        (``formulation``: see ``AttentionLayer.forward``)."""
         cache = {}
         for n, layer in enumerate(self.layers):
             cache[f"L{n}.input"] = x
-            x, cache[f"L{n}.pattern"] = layer(x, residual=self.residual)
+            x, cache[f"L{n}.pattern"] = layer(x, residual=self.residual, formulation=formulation)
         return x, cache
 
 

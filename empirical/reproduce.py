@@ -15,7 +15,9 @@ long part keeps its own finished runs with ``empirical.sweep.run_sweep`` (e.g. u
 ``results_dir / "runs" / <part>``) so that an interrupted part resumes run by run.
 
 ``build_report(results_dir)`` writes ``REPORT.md`` from the part files only, so the report can be
-rebuilt (``sinks report``) without running anything.
+rebuilt (``sinks report``) without running anything. The commands ``sinks reproduce`` and
+``sinks report`` also write ``claims.json`` beside it, the part of the run that the READMEs'
+generated tables quote (``empirical.published.write_digest``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,24 @@ from constructions.errors import BadInput
 from constructions.files import provenance, to_jsonable, write_atomic, write_json
 
 PARTS = ("proofs", "constructions", "smt", "training", "beyond")
-VERDICTS = ("proved", "verified exactly", "verified numerically", "observed", "refuted", "unknown", "failed")
+# The report's one vocabulary: every claim's verdict is one of these words, defined here once; the
+# report's header, the READMEs' claims tables and tests/test_vocabulary.py read this table.
+VERDICT_MEANINGS = {
+    "proved": "a proof for every input of the stated class: sympy certificates, or z3 UNSAT on a finite "
+              "instance (its LP steps checked exactly in fractions)",
+    "verified exactly": "exact or interval arithmetic on every input of a named finite instance or explicit "
+                        "construction, or a certificate over every input that decides the claim",
+    "verified numerically": "floating point on the stated inputs, within the stated margins",
+    "observed": "trained models, over seeds: the claim's stated criterion held in every seed",
+    "not met": "trained models, over seeds: the claim's stated criterion (a SPEC expectation) failed in some "
+               "seed; a measurement, not a mathematical refutation",
+    "refuted": "a mathematical counterexample: an exact construction, a replayed SMT model or a replayed "
+               "witness input",
+    "unknown": "not decided: a solver's unknown or timeout, a certificate too weak to decide, or runs that "
+               "did not converge",
+    "failed": "the check did not run to completion, or a construction failed its own check",
+}
+VERDICTS = tuple(VERDICT_MEANINGS)
 REPORT = "REPORT.md"
 
 
@@ -63,7 +82,7 @@ def load_part(results_dir: Path, name: str) -> dict | None:
     (claims or tables not in the form ``validate_output`` accepts)."""
     try:
         record = json.loads(part_path(results_dir, name).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     try:  # a stored file is only used if it still has the shape a part's output must have
         record["claims"], record["tables"], _ = validate_output(record)
@@ -141,7 +160,9 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
     if (not force and stored is not None and stored.get("status") == "ok"
             and stored.get("provenance", {}).get("config") == to_jsonable(config)):
         return "reused"
-    start = time.perf_counter()
+    from empirical import usage
+
+    start, meter = time.perf_counter(), usage.Meter(sample=True)
     record: dict[str, Any] = {"part": name, "status": "ok"}
     try:
         module = importlib.import_module(f"empirical.parts.{name}")
@@ -154,9 +175,28 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
             "claim": f"part '{name}' runs to completion", "verdict": "failed", "evidence": message,
             "test": "", "command": f"sinks reproduce --only {name}", "figures": []}])
     record["wall_s"] = round(time.perf_counter() - start, 2)
+    record["usage"] = meter.read()  # CPU time includes the part's worker processes
+    record["machine"] = usage.machine()
+    record["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    record["commit"] = git_commit()
     record["provenance"] = provenance(config, None, device)
     write_json(part_path(results_dir, name), record)
     return record["status"]
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, "+ changes" when its tracked files differ from it; None outside git."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + (" + changes" if dirty else "")) or None
 
 
 def reproduce(
@@ -180,10 +220,18 @@ def reproduce(
         start = time.perf_counter()
         statuses[name] = run_part(name, results_dir, quick, device, force)
         if statuses[name] != "missing":
-            log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s")
+            log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s{_usage_note(results_dir, name, statuses[name])}")
     report = build_report(results_dir)
     log(f"report: {report}")
     return statuses
+
+
+def _usage_note(results_dir: Path, name: str, status: str) -> str:
+    """' (12.0 s wall, 20.1 s CPU, load ...)' for a part that ran now; '' otherwise."""
+    from empirical.usage import describe
+
+    usage = (load_part(results_dir, name) or {}).get("usage") if status in ("ok", "failed") else None
+    return f" ({describe(usage)})" if usage else ""
 
 
 # ----------------------------------------------------------------------------------------
@@ -237,10 +285,9 @@ def build_report(results_dir: str | Path) -> Path:
         "# Reproduction report",
         "",
         "Built from the part files in this folder (`<part>.json`, written by `sinks reproduce`); "
-        "rebuild it with `sinks report --results <folder>`. Verdicts: *proved* (symbolic proof), "
-        "*verified exactly* (exact arithmetic on finite instances or explicit constructions), "
-        "*verified numerically* (floating point with margins), *observed* (training, over seeds), "
-        "*refuted*, *unknown* (e.g. solver timeout), *failed* (the check did not run).",
+        "rebuild it with `sinks report --results <folder>`. SPEC is the project's specification, "
+        "constructions/SPEC.md (section 4: the reference results set beside the runs). Verdicts: "
+        + "; ".join(f"*{word}*: {meaning}" for word, meaning in VERDICT_MEANINGS.items()) + ".",
         *_parts_section(results_dir, records),
         *_claims_section(results_dir, records),
         *_tables_section(records),
@@ -253,16 +300,37 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
     rows = []
     for name, record in records.items():
         if record is None:
-            rows.append([name, _absence(results_dir, name), "", "", "", "", ""])
+            rows.append([name, _absence(results_dir, name), "", "", "", "", "", "", ""])
             continue
         config = record.get("provenance", {}).get("config") or {}
         status = record.get("status", "?") + (f": {record['error']}" if record.get("error") else "")
+        usage = record.get("usage") or {}
         rows.append([name, status, "quick" if config.get("quick") else "default",
                      record.get("provenance", {}).get("device", "?"), f"{record.get('wall_s', 0):.1f} s",
+                     f"{usage['cpu_s']:.1f} s" if "cpu_s" in usage else "not recorded", _load_cell(usage),
                      len(record["claims"]), _Raw(f"[{name}.json]({name}.json)")])
-    total = sum(r.get("wall_s", 0) for r in records.values() if r)
-    return ["", "## Parts", "", *_table(["part", "status", "mode", "device", "wall time", "claims", "file"], rows),
-            "", f"Total wall time of the stored parts: {total:.1f} s."]
+    stored = [r for r in records.values() if r]
+    total = sum(r.get("wall_s", 0) for r in stored)
+    cpu = sum((r.get("usage") or {}).get("cpu_s", 0) for r in stored)
+    machines = sorted({_machine_line(r["machine"]) for r in stored if r.get("machine")})
+    return ["", "## Parts", "",
+            *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
+            "", f"Total wall time of the stored parts: {total:.1f} s; CPU time {cpu:.1f} s "
+                "(user + system, the parts' worker processes included).",
+            "", "Machine: " + ("; ".join(machines) or "not recorded") + ". Load: the machine's 1-minute load "
+                "average while the part ran (mean of samples every 10 s, with start and end), every process "
+                "counted, the run's own workers included. On a loaded machine wall time overstates what an "
+                "idle one needs; CPU time moves much less with the load."]
+
+
+def _load_cell(usage: dict) -> str:
+    if usage.get("load_mean") is None:
+        return "not recorded"
+    return f"{usage['load_mean']:.1f} ({usage['load_start']:.1f} → {usage['load_end']:.1f})"
+
+
+def _machine_line(machine: dict) -> str:
+    return f"{machine.get('cpu', '?')}, {machine.get('logical_cpus', '?')} logical CPUs, {machine.get('owned_cores', '?')} owned by the run"
 
 
 def _claims_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:

@@ -134,10 +134,15 @@ def merge(summaries: Sequence[dict], seeds: Sequence[int]) -> dict:
 def _merge_timing(summaries: Sequence[dict]) -> dict:
     t = [s["timing"] for s in summaries]
     seconds = sum(x["seconds"] for x in t)
-    return {"seconds": seconds, "history_seconds": sum(x["history_seconds"] for x in t),
-            "ensemble_steps": sum(x["ensemble_steps"] for x in t),
-            "steps_per_second": statistics.fmean([x["steps_per_second"] or 0 for x in t]),
-            "threads": t[0]["threads"], "groups": t}
+    merged = {"seconds": seconds, "history_seconds": sum(x["history_seconds"] for x in t),
+              "ensemble_steps": sum(x["ensemble_steps"] for x in t),
+              "steps_per_second": statistics.fmean([x["steps_per_second"] or 0 for x in t]),
+              "threads": t[0]["threads"], "groups": t}
+    if all("split" in x for x in t):  # wall and CPU seconds per phase, summed over the groups
+        phases = {name for x in t for name in x["split"]}
+        merged["split"] = {name: {key: round(sum(x["split"].get(name, {}).get(key, 0.0) for x in t), 3)
+                                  for key in ("wall_s", "cpu_s")} for name in sorted(phases)}
+    return merged
 
 
 def _per_member(point: dict, n: int) -> dict:

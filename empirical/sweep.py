@@ -8,7 +8,8 @@ a frozen dataclass; ``seeds`` is a tuple of ints. The function is called as
 
 The run id is ``<func>-<hash>``, where the hash is taken over the job's canonical JSON (function,
 config, seeds; not the device), so it is the same on every machine and in every session. A
-finished job's record ``{"run_id", "job", "result", "wall_s", "provenance"}`` is written with
+finished job's record ``{"run_id", "job", "result", "wall_s", "usage", "provenance"}`` (``usage``: the
+job's wall and CPU time and the load while it ran, ``empirical.usage``) is written with
 ``constructions.files.write_json`` (temporary file + rename) to ``<out>/<run_id>.json`` by the
 process that drives the sweep, as soon as the job finishes. Hence:
 
@@ -56,6 +57,9 @@ JOB_FUNCTIONS = (
     "empirical.sweep:_echo_job",  # test-only, documented below
 )
 RAY_INSTALL_HINT = "--backend ray needs the optional extra: pip install -e '.[ray]'"
+# Jobs that train models: before they go to workers, the driver settles the formulation of the
+# layer's products once (``empirical.fastest``), so every worker uses the same one.
+TRAINING_JOBS = ("empirical.train:train_job", "empirical.beyond:train_run")
 
 
 # ----------------------------------------------------------------------------------------
@@ -206,19 +210,21 @@ def load_record(out_dir: Path, job: Job) -> dict | None:
     Unreadable, truncated or foreign files count as not finished (the job runs again)."""
     try:
         record = json.loads(record_path(out_dir, job).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(record, dict) or "result" not in record or record.get("job") != job.to_dict():
         return None
     return record
 
 
-def _write_record(out_dir: Path, job: Job, result: Any, wall_s: float, device: str) -> dict:
+def _write_record(out_dir: Path, job: Job, result: Any, wall_s: float, device: str,
+                  usage: dict | None = None) -> dict:
     record = {
         "run_id": job.run_id,
         "job": job.to_dict(),
         "result": to_jsonable(result),
         "wall_s": round(wall_s, 4),
+        **({"usage": usage} if usage else {}),
         "provenance": provenance(job.config, list(job.seeds), device),
     }
     write_json(record_path(out_dir, job), record)
@@ -237,23 +243,26 @@ def _limit_threads(threads: int) -> None:
         sys.modules["torch"].set_num_threads(threads)
 
 
-def _execute(job: Job, device: str, threads: int | None, progress_file: str | None = None) -> tuple[Any, float]:
-    """Run one job (in a worker); returns its JSON-able result and wall time. While it runs,
-    ``empirical.progress.report`` writes to ``progress_file`` (if given)."""
+def _execute(job: Job, device: str, threads: int | None, progress_file: str | None = None) -> tuple[Any, float, dict]:
+    """Run one job (in a worker); returns its JSON-able result, wall time and usage (wall, CPU
+    and load, ``empirical.usage``; a worker runs one job at a time, so its CPU time is the
+    job's). While it runs, ``empirical.progress.report`` writes to ``progress_file`` (if given)."""
     from empirical import progress
+    from empirical.usage import Meter
 
     fn = resolve_fn(job.fn)
     if threads is not None and "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
-    start = time.perf_counter()
+    start, meter = time.perf_counter(), Meter(sample=True)
     progress.set_channel(progress_file)
     try:
         result = fn(job.config, job.seeds, device)
     finally:
         progress.set_channel(None)
+        used = meter.read()  # also stops its load sampler when the job raised
     if not isinstance(result, dict):
         raise TypeError(f"job function {job.fn} returned {type(result).__name__}, not a dict")
-    return to_jsonable(result), time.perf_counter() - start
+    return to_jsonable(result), time.perf_counter() - start, used
 
 
 @dataclass
@@ -307,8 +316,8 @@ def run_sweep(
     if not pending:
         return outcome
 
-    def finished(job: Job, payload: tuple[Any, float]) -> None:
-        outcome.records[job.run_id] = _write_record(out_dir, job, payload[0], payload[1], device)
+    def finished(job: Job, payload: tuple[Any, float, dict]) -> None:
+        outcome.records[job.run_id] = _write_record(out_dir, job, payload[0], payload[1], device, payload[2])
         outcome.ran.append(job.run_id)
         notify("done", job.run_id, f"{payload[1]:.2f} s")
 
@@ -317,6 +326,10 @@ def run_sweep(
         outcome.failed[job.run_id] = message
         notify("failed", job.run_id, message)
 
+    if any(canonical_fn(job.fn) in TRAINING_JOBS for job in pending):
+        from empirical.fastest import choose_for_host
+
+        choose_for_host(device)  # exported to $SINKS_FORMULATION, which the workers inherit
     runner = {"process": _run_processes, "ray": _run_ray, "serial": _run_serial}[backend]
     runner(pending, workers, device, finished, failed, _Progress(out_dir, on_wait))
     return outcome
@@ -340,7 +353,7 @@ class _Progress:
             self.on_wait()
 
 
-Done = Callable[[Job, tuple[Any, float]], None]
+Done = Callable[[Job, tuple[Any, float, dict]], None]
 Failed = Callable[[Job, BaseException], None]
 
 

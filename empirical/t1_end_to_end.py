@@ -158,7 +158,7 @@ def claims(results: list[dict], figures: list[str]) -> list[dict]:
         verdict = "unknown"
     n = len(results)
     return [
-        {"claim": f"T1 in full on trained weights: for {n} worst-case trained single-layer softmax heads the certified "
+        {"id": "t1_in_full", "claim": f"T1 in full on trained weights: for {n} worst-case trained single-layer softmax heads the certified "
                   f"worst-case error eta_up lies in T1 (b)'s range (<= 1/120), and 1 - f_all(eta_up) (and 1 - f_pre(eta_up) "
                   "before the trigger) lies at or below the certified minimum BOS mass at every non-trigger query",
          "verdict": verdict,
@@ -167,7 +167,7 @@ def claims(results: list[dict], figures: list[str]) -> list[dict]:
                       + (f"; smallest certified min - T1 bound {worst_margin:.3g}" if worst_margin is not None else "")
                       + "; certified over every trigger position and content (interval arithmetic)"),
          "test": f"{TEST}::test_t1b_end_to_end_on_a_worst_case_head", "command": COMMAND, "figures": figures},
-        {"claim": f"eta bracketed to {round((RATIO_MAX - 1) * 100)} %: eta_up / eta_lo <= {RATIO_MAX} for every "
+        {"id": "eta_bracket", "claim": f"eta bracketed to {round((RATIO_MAX - 1) * 100)} %: eta_up / eta_lo <= {RATIO_MAX} for every "
                   "worst-case trained head",
          "verdict": ratio_verdict(ratios),
          "evidence": f"eta_up / eta_lo per seed {', '.join(_fmt(x, 3) for x in ratios)}",

@@ -1,4 +1,4 @@
-"""Training on the task of SPEC section 1 with the reference optimiser and stop rule (section 4).
+"""Training on the task of constructions/SPEC.md section 1 with the reference optimiser and stop rule (section 4).
 
 ``train(TrainConfig(...)) -> summary`` trains every seed of ``config.seeds`` together in ONE
 ensemble model (a leading seed dimension on every parameter, ``empirical.model``):
@@ -38,6 +38,11 @@ EVAL_SEED = 20260329  # one fixed evaluation set for every run and member
 HISTORY_SEQUENCES = 128  # sequences of the small evaluation set used at each history point
 HISTORY_SOLVER_ITERS = 50  # bound solver steps at history points (still certified, less tight)
 HISTORY_BOUND_SEQUENCES = 32  # the history's bound uses the first 32 of those sequences
+# With several heads (or layers) a head's certified bound is mostly vacuous (its own output need
+# not be small, ``empirical.bound``), so by default it is reported on the first 200 evaluation
+# sequences, not all 1000: on all of them its QPs took 3.2x the CPU time of the 1500 training steps
+# of a 2 x 2 run (empirical/README.md, "Where the time goes").
+STACK_BOUND_SEQUENCES = 200
 
 
 def data_seed(seed: int) -> int:
@@ -50,7 +55,7 @@ def _is_int(v: Any) -> bool:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """One training setting; ``residual`` and ``lr`` default to SPEC section 4's choice
+    """One training setting; ``residual`` and ``lr`` default to constructions/SPEC.md section 4's choice
     (residual stream and lr 1e-4 for several layers; no residual and lr 1e-3 for one)."""
 
     kind: str = "softmax"
@@ -68,13 +73,15 @@ class TrainConfig:
     seeds: tuple[int, ...] = (0,)
     eval_sequences: int = 1000
     eval_trigger: int = 7
-    bound_sequences: int | None = None  # None: the bound on every evaluation sequence
+    bound_sequences: int | None = None  # None: every evaluation sequence (one head), else the first 200
     log_every: int = 100
 
     def __post_init__(self) -> None:
         attention.get(self.kind)  # BadInput naming the valid kinds
         if self.bound_sequences is None:
-            object.__setattr__(self, "bound_sequences", self.eval_sequences)
+            several = _is_int(self.layers) and _is_int(self.heads) and self.layers * self.heads > 1
+            default = min(STACK_BOUND_SEQUENCES, self.eval_sequences) if several else self.eval_sequences
+            object.__setattr__(self, "bound_sequences", default)
         for name in ("layers", "heads", "batch", "max_steps", "eval_sequences", "bound_sequences", "log_every"):
             value = getattr(self, name)
             if not _is_int(value) or value < 1:
@@ -148,8 +155,14 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     import torch
 
     from empirical import progress as job_progress
+    from empirical import usage
     from empirical.model import AttentionModel
 
+    meter, split = usage.Meter(sample=True), usage.Split()
+    with split.phase("formulation"):  # measured once per host, then cached (empirical.fastest)
+        from empirical.fastest import choose_for_host
+
+        formulation, chosen_by = choose_for_host(device)
     S = len(config.seeds)
     model = AttentionModel(config.kind, config.d, layers=config.layers, heads=config.heads,
                            residual=config.residual, ensemble=S, seeds=config.seeds, device=device)
@@ -164,7 +177,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     last = {"loss": [float("nan")] * S, "batch_max_abs_error": [float("nan")] * S}  # per member, host
     history: list[dict[str, Any]] = []
     progress = _Progress(config.max_steps, quiet, f"{config.kind} {config.layers}x{config.heads}")
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     steps_run, logging_seconds = 0, 0.0
     for step in range(config.max_steps + 1):
         x, y = _sample(train_task, config.batch, [generators[m] for m in ens.live], device)
@@ -182,8 +195,9 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
                 stop_step[m] = step
         if logged:
             tick = time.perf_counter()
-            ens.write_back()
-            history.append(_history_point(shadow.sync(), config, history_set, step, last))
+            with split.phase("history"):
+                ens.write_back()
+                history.append(_history_point(shadow.sync(), config, history_set, step, last))
             logging_seconds += time.perf_counter() - tick
         if newly:
             ens.drop(newly)  # a stopped member never moves again: it leaves the computation
@@ -199,8 +213,10 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     ens.write_back()
     progress.close()
     seconds = time.perf_counter() - start - logging_seconds  # training only
+    cpu_seconds = time.process_time() - start_cpu - split.read().get("history", {"cpu_s": 0.0})["cpu_s"]
 
-    summary = _evaluate(model, config, device)
+    with split.phase("evaluation"):
+        summary = _evaluate(model, config, device, split)
     for s, member in enumerate(summary["members"]):
         member.update({
             "seed": config.seeds[s],
@@ -209,12 +225,17 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
             "final_batch_max_abs_error": final_batch_err[s],
         })
     summary["history"] = history
+    summary["config"] = dataclasses.asdict(config)
+    with split.phase("weights"):
+        _store_weights(summary, model)
     summary["timing"] = {"seconds": seconds, "history_seconds": logging_seconds, "ensemble_steps": steps_run,
                          "steps_per_second": steps_run / seconds if seconds > 0 else None,
-                         "threads": torch.get_num_threads()}
-    summary["config"] = dataclasses.asdict(config)
-    _store_weights(summary, model)
-    summary["provenance"] = files.provenance(config, list(config.seeds), device)
+                         "threads": torch.get_num_threads(),
+                         "split": {"training": {"wall_s": round(seconds, 3), "cpu_s": round(cpu_seconds, 3)},
+                                   **split.read()},
+                         "total": meter.read(), "machine": usage.machine(),
+                         "formulation": {"name": formulation, "chosen_by": chosen_by}}
+    summary["provenance"] = {**files.provenance(config, list(config.seeds), device), "formulation": formulation}
     return files.to_jsonable(summary)
 
 
@@ -304,12 +325,15 @@ def _history_point(m64, config: TrainConfig, batch, step: int, last: dict[str, l
     return point
 
 
-def _evaluate(model, config: TrainConfig, device: str) -> dict[str, Any]:
+def _evaluate(model, config: TrainConfig, device: str, split=None) -> dict[str, Any]:
     """Errors, per-head sink metrics, certified bounds and mean / std patterns on the
-    evaluation set, in float64, one member at a time (bounded memory)."""
+    evaluation set, in float64, one member at a time (bounded memory). ``split``
+    (``empirical.usage.Split``) times the bound's QPs as the phase "bound"."""
     import torch
 
-    from empirical import bound, metrics
+    from empirical import bound, metrics, usage
+
+    split = split or usage.Split()
 
     batch = _eval_batch(config, config.eval_sequences, device)
     m64 = _float64(model)
@@ -319,8 +343,9 @@ def _evaluate(model, config: TrainConfig, device: str) -> dict[str, Any]:
         err = out - batch.y
         heads = [metrics.head_report(cache[f"L{n}.pattern"], batch.trigger) for n in range(config.layers)]
         n_bound = min(config.bound_sequences, config.eval_sequences)
-        bounds = (bound.model_bounds(m64, batch.x[:n_bound], batch.trigger[:n_bound])
-                  if config.bound_applies else None)
+        with split.phase("bound"):
+            bounds = (bound.model_bounds(m64, batch.x[:n_bound], batch.trigger[:n_bound])
+                      if config.bound_applies else None)
         for s in range(len(config.seeds)):
             layers = []
             for n in range(config.layers):

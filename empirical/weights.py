@@ -15,7 +15,9 @@ Formats (files are data, never code):
 
 Every entry becomes an exact ``Fraction`` (a float is a dyadic rational), so the certificates
 of ``proofs.certify`` work on the very numbers in the file. Wrong shapes, NaN / inf, unknown or
-missing keys and a pickle that is not weights-only are ``BadInput`` (one line, exit 2 in the CLI).
+missing keys, a pickle that is not weights-only and every malformed container are ``BadInput``
+(one line, exit 2 in the CLI); the containers are read by ``empirical.weight_readers``, which
+checks every size a file declares before allocating.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ MATRICES = ("W_Q", "W_K", "W_V")
 class Loaded:
     label: str  # "seed 3", "weights", ...
     network: Any  # constructions.reference.Network with exact Fractions
+    L: int | None = None  # the length the file says the weights were trained at (a training summary)
 
 
 def _bad(path, what: str):
@@ -91,10 +94,23 @@ def _bad(path, what: str):
     return BadInput(f"{path}: {what}")
 
 
+def _array(value, where: str, path):
+    """``value`` as a float64 array; anything but a (possibly nested) list of real numbers is bad input."""
+    import numpy as np
+
+    try:
+        a = np.asarray(value)
+    except (ValueError, TypeError, OverflowError, RecursionError):  # ragged or odd nesting
+        raise _bad(path, f"{where} is not a rectangular array of numbers") from None
+    if a.dtype.kind not in "biuf":
+        raise _bad(path, f"{where} is not an array of real numbers (holds {a.dtype})")
+    return a.astype(np.float64)
+
+
 def _matrix(array, shape: tuple[int, int], where: str, path) -> tuple[tuple[Fraction, ...], ...]:
     import numpy as np
 
-    a = np.asarray(array, dtype=np.float64)
+    a = _array(array, where, path)
     if a.shape != shape:
         raise _bad(path, f"{where} has shape {list(a.shape)}, expected {list(shape)}")
     if not np.isfinite(a).all():
@@ -104,22 +120,24 @@ def _matrix(array, shape: tuple[int, int], where: str, path) -> tuple[tuple[Frac
 
 def _network(kind: str, residual: bool, layers: list[dict[str, Any]], path) -> Any:
     """layers[l] = {W_Q: [H, d, d], W_K, W_V, W_O: [d, H*d]} (array-likes) -> exact Network."""
-    import numpy as np
-
     from constructions import attention, reference
 
+    if not isinstance(kind, str):
+        raise _bad(path, f"the attention kind must be a name, got {kind!r}")
     attention.get(kind)
     if not layers:
         raise _bad(path, "no layers found")
-    d = np.asarray(layers[0]["W_O"]).shape[0]
-    H = np.asarray(layers[0]["W_Q"]).shape[0] if np.asarray(layers[0]["W_Q"]).ndim == 3 else 0
+    W_O, W_Q = _array(layers[0]["W_O"], "layer 0 W_O", path), _array(layers[0]["W_Q"], "layer 0 W_Q", path)
+    d = W_O.shape[0] if W_O.ndim == 2 else 0
+    H = W_Q.shape[0] if W_Q.ndim == 3 else 0
     if d < 4 or H < 1:
-        raise _bad(path, f"W_O must be d x (H*d) with d >= 4 and W_Q [H, d, d]; got d = {d}, H = {H}")
+        raise _bad(path, f"W_O must be d x (H*d) with d >= 4 and W_Q [H, d, d]; got W_O {list(W_O.shape)}, "
+                         f"W_Q {list(W_Q.shape)}")
     out = []
     for n, layer in enumerate(layers):
         mats = {}
         for name in MATRICES:
-            a = np.asarray(layer[name], dtype=np.float64)
+            a = _array(layer[name], f"layer {n} {name}", path)
             if a.ndim != 3 or a.shape[0] != H:
                 raise _bad(path, f"layer {n} {name} has shape {list(a.shape)}, expected [{H}, {d}, {d}]")
             mats[name] = tuple(_matrix(a[h], (d, d), f"layer {n} {name} head {h}", path) for h in range(H))
@@ -159,8 +177,6 @@ def paper_layers(state: dict[str, Any], path) -> tuple[list[dict[str, Any]], boo
     """The paper's state dict -> (layers in the npz layout, residual)."""
     import re
 
-    import numpy as np
-
     if set(PAPER_SINGLE) & set(state):
         extra = sorted(set(state) - set(PAPER_SINGLE))
         if extra:
@@ -169,14 +185,14 @@ def paper_layers(state: dict[str, Any], path) -> tuple[list[dict[str, Any]], boo
         missing = sorted(set(PAPER_SINGLE) - set(state))
         if missing:
             raise _bad(path, f"the paper's single-head state dict lacks {', '.join(missing)}")
-        return [{name: np.asarray(state[f"{name}.weight"])[None] for name in MATRICES} |
-                {"W_O": np.asarray(state["W_O.weight"])}], False
+        return [{name: _array(state[f"{name}.weight"], f"{name}.weight", path)[None] for name in MATRICES} |
+                {"W_O": _array(state["W_O.weight"], "W_O.weight", path)}], False
     layers: dict[int, dict[str, Any]] = {}
     for key, value in state.items():
         m = re.fullmatch(r"layers\.(\d+)\.(W_Q|W_K|W_V|W_O)\.weight", key)
         if not m:
             raise _bad(path, f"unknown key {key!r} in the paper's state dict (expected layers.<l>.W_Q.weight ...)")
-        layers.setdefault(int(m.group(1)), {})[m.group(2)] = np.asarray(value, dtype=np.float64)
+        layers.setdefault(int(m.group(1)), {})[m.group(2)] = _array(value, key, path)
     for n, layer in _complete_items(layers, path):
         d = layer["W_O"].shape[0] if layer["W_O"].ndim == 2 else 0
         for name in MATRICES:
@@ -191,33 +207,16 @@ def _complete_items(layers, path):
     return list(enumerate(_complete(layers, path)))
 
 
-def _read_torch(path) -> dict[str, Any]:
-    import pickle
-
-    import torch
-
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError) as e:
-        raise _bad(path, f"not a weights-only PyTorch file ({type(e).__name__}: it holds something other than "
-                         "tensors, or is not a torch file; nothing was unpickled)") from None
-    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
-        raise _bad(path, "a PyTorch file must hold a state dict of named tensors")
-    return {k: v.detach().to(torch.float64).numpy() for k, v in state.items()}
-
-
-def _read_safetensors(path) -> tuple[dict[str, Any], dict[str, str]]:
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(str(path), framework="numpy") as f:
-            return {k: f.get_tensor(k) for k in f.keys()}, dict(f.metadata() or {})
-    except (SafetensorError, OSError, ValueError) as e:
-        raise _bad(path, f"not a safetensors file ({str(e)[:160]})") from None
+def _kind(asked: str | None, stated: Any, path) -> str:
+    """The attention kind: the file's, else the one asked for, else softmax; both must agree."""
+    if stated is not None and asked is not None and str(stated) != asked:
+        raise _bad(path, f"the file's attention kind is {str(stated)!r}, but kind {asked!r} was asked for "
+                         "(the kind is taken from the file; leave --kind out)")
+    return str(stated) if stated is not None else (asked or "softmax")
 
 
 def _from_arrays(arrays: dict[str, Any], meta: dict[str, Any], kind: str | None, path) -> Any:
-    kind = kind or str(meta.get("kind", "softmax"))
+    kind = _kind(kind, meta.get("kind"), path)
     if _is_paper(arrays):
         layers, residual = paper_layers(arrays, path)
     else:
@@ -231,36 +230,43 @@ def load(path, kind: str | None = None, seeds: list[int] | None = None) -> list[
     """Every network in the weight file ``path`` (a training summary holds one per seed)."""
     from pathlib import Path
 
-    import numpy as np
-
     from constructions.files import read_json
+    from empirical import weight_readers as readers
 
     path = Path(path)
+    if path.is_dir():
+        raise _bad(path, "is a folder, not a weight file")
     if not path.is_file():
         raise _bad(path, "file not found")
     suffix = path.suffix.lower()
     if suffix == ".json":
         data = read_json(path)
         if isinstance(data, dict) and "weights" in data and "config" in data:
-            return _from_summary(data, seeds, path)
+            return _from_summary(data, seeds, path, kind)
         from empirical.construction_check import network_from_json
 
-        return [Loaded("weights", network_from_json(data, str(path)))]
+        net = network_from_json(data, str(path))
+        _kind(kind, net.kind, path)
+        return [Loaded("weights", net)]
     if suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-        except (ValueError, OSError) as e:
-            raise _bad(path, f"not a readable npz file without pickles ({str(e)[:160]})") from None
-        meta = {k: arrays.pop(k).item() for k in ("kind", "residual") if k in arrays}
+        arrays = readers.read_npz(path)
+        meta = {k: _scalar(arrays.pop(k), k, path) for k in ("kind", "residual") if k in arrays}
         arrays.pop("feature_names", None)
         return [Loaded("weights", _from_arrays(arrays, meta, kind, path))]
     if suffix == ".safetensors":
-        arrays, meta = _read_safetensors(path)
+        arrays, meta = readers.read_safetensors(path)
         return [Loaded("weights", _from_arrays(arrays, meta, kind, path))]
     if suffix in (".pt", ".pth", ".bin"):
-        return [Loaded("weights", _from_arrays(_read_torch(path), {}, kind, path))]
+        arrays, key = readers.read_torch(path)
+        label = "weights" if key is None else f"weights (the state dict under checkpoint key {key!r})"
+        return [Loaded(label, _from_arrays(arrays, {}, kind, path))]
     raise _bad(path, f"unknown weight format {suffix!r} (json, npz, safetensors, pt / pth / bin)")
+
+
+def _scalar(a, name: str, path) -> Any:
+    if getattr(a, "ndim", None) != 0:
+        raise _bad(path, f"{name!r} must be a single value, got an array of shape {list(getattr(a, 'shape', []))}")
+    return a.item()
 
 
 def networks_from_summary(data: dict, source: str = "training summary") -> list[Loaded]:
@@ -268,15 +274,47 @@ def networks_from_summary(data: dict, source: str = "training summary") -> list[
     return _from_summary(data, None, source)
 
 
-def _from_summary(data: dict, seeds: list[int] | None, path) -> list[Loaded]:
-    weights = data["weights"]
-    config = data["config"]
-    members = list(zip(config.get("seeds", []), weights))
-    if not isinstance(weights, list) or len(members) != len(weights):
+def _from_summary(data: dict, seeds: list[int] | None, path, kind: str | None = None) -> list[Loaded]:
+    """One network per seed; d, L and the kind come from the summary (its config and weights
+    must agree), and ``kind``, if asked for, must be the summary's."""
+    weights, config = data["weights"], data["config"]
+    if not isinstance(config, dict) or not isinstance(config.get("seeds"), list) or not isinstance(weights, list):
+        raise _bad(path, "a training summary needs config.seeds and weights as lists")
+    L = config.get("L")
+    if L is not None and (type(L) is not int or L < 4):
+        raise _bad(path, f"the training summary's config.L must be an integer >= 4, got {L!r}")
+    members = list(zip(config["seeds"], weights))
+    if len(members) != len(weights) or len(members) != len(config["seeds"]):
         raise _bad(path, "the training summary's weights do not match its seeds")
+    for s, w in members:
+        _check_member(w, f"weights of seed {s}", path)
+        _kind(kind, w["kind"], path)
+        for field in ("kind", "d"):
+            stated = w.get(field, config.get(field))
+            if config.get(field, stated) != stated:
+                raise _bad(path, f"seed {s}: the weights' {field} {stated!r} is not the config's {config[field]!r}")
     if seeds is not None:
         unknown = sorted(set(seeds) - {s for s, _ in members})
         if unknown:
             raise _bad(path, f"seed(s) {unknown} not in this summary (it has {[s for s, _ in members]})")
         members = [(s, w) for s, w in members if s in seeds]
-    return [Loaded(f"seed {s}", _network(w["kind"], bool(w["residual"]), w["layers"], path)) for s, w in members]
+    out = []
+    for s, w in members:
+        net = _network(w["kind"], w["residual"], w["layers"], path)
+        if w.get("d", net.d) != net.d:
+            raise _bad(path, f"seed {s}: the weights are {net.d} x {net.d}, the summary says d = {w['d']}")
+        out.append(Loaded(f"seed {s}", net, L))
+    return out
+
+
+def _check_member(w: Any, where: str, path) -> None:
+    """One member's weights as ``model_weights`` writes them: kind, residual, layers of W_*."""
+    if not isinstance(w, dict) or not isinstance(w.get("kind"), str) or not isinstance(w.get("residual"), bool):
+        raise _bad(path, f"{where}: expected an object with 'kind' (a name), 'residual' (true / false) and 'layers'")
+    layers = w.get("layers")
+    if not isinstance(layers, list) or not layers:
+        raise _bad(path, f"{where}: 'layers' must be a non-empty list")
+    for n, layer in enumerate(layers):
+        missing = [k for k in (*MATRICES, "W_O") if not isinstance(layer, dict) or k not in layer]
+        if missing:
+            raise _bad(path, f"{where}: layer {n} lacks {', '.join(missing)}")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sympy
 
+from constructions import task
+
 from . import trigger_rows as tr
 from .algebra import Atom, certificate, is_zero
 from .verdict import Evidence, Verdict, timed
@@ -24,6 +26,7 @@ from .verdict import Evidence, Verdict, timed
 NAME = "content_flag_lower_bound"
 CITES = ('token_consistency',)  # registered statements whose conclusions this proof uses
 INTERVAL = sympy.Interval(0, sympy.Rational(1, 12))
+L_MIN = task.L_MIN  # the trigger positions 2 and 3
 
 
 def lower_bound():
@@ -52,7 +55,7 @@ def check() -> Verdict:
                  (2, ["delta_3 + eta"]), (1, ["eta - delta_2"])]
         ok, why = certificate(ht - lower_bound(), terms, atoms, e, INTERVAL)
         if ev.step(ok, f"h_t - (5/6 - 3 eta) >= 0 for 0 <= eta <= 1/12: {why}"):
-            ev.case("every content c (per-c argument), trigger positions j = 2, 3 (L >= 4), any d >= 4")
+            ev.case(f"every content c (per-c argument), trigger positions j = 2, 3 (L >= {L_MIN}), any d >= {task.D_MIN}")
 
     return timed(NAME, "a softmax head with max-abs error <= eta <= 1/12 on the equal-content sequences with "
                        "the trigger at j = 2 and j = 3 (L >= 4) maps every content token x_t(c) to an image "

@@ -23,7 +23,7 @@ import sympy
 
 from . import trigger_rows as tr
 from .algebra import Atom, certificate, is_zero
-from .trigger_row_ratio_bound import lower_gap, upper_gap
+from .trigger_row_ratio_bound import L_MIN, lower_gap, upper_gap
 from .verdict import Evidence, Verdict, timed
 
 NAME = "flag_sum_lower_bound"
@@ -95,7 +95,7 @@ def check() -> Verdict:
                    (8, ["eta", "(A + C)/C", "lower rho gap", "1/(1 + 48 eta)", "1/(rho_lo - 1)", "1/(rho - 1)"])]
         ok, why = certificate(wr - m_r(), r_terms, atoms, e, INTERVAL)
         ev.step(ok, f"w_r - m_r >= 0 for 0 <= eta <= 1/120: {why}")
-        ev.case("every content c (content token and trigger), trigger positions j = 2, 3, 4 (L >= 5)")
+        ev.case(f"every content c (content token and trigger), trigger positions j = 2, 3, 4 (L >= {L_MIN})")
 
     return timed(NAME, "with max-abs error <= eta <= 1/120 on the BOS query and the equal-content sequences "
                        "with the trigger at j = 2, 3, 4 (L >= 5), every content token's and every trigger's image "

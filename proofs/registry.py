@@ -122,9 +122,17 @@ def dependencies(name: str, table: Mapping[str, Statement] | None = None) -> tup
     return tuple(proof_order(table if table is not None else statements(), [name]))
 
 
-def run(names: Iterable[str] | None = None, table: Mapping[str, Statement] | None = None) -> list[Verdict]:
+def run(names: Iterable[str] | None = None, table: Mapping[str, Statement] | None = None,
+        kernel=None) -> list[Verdict]:
     """Check the named statements (all when ``names`` is None) and everything they cite, in proof
-    order; unknown names are bad input. ``table`` replaces the registry (tests plant statements)."""
+    order; unknown names are bad input. ``table`` replaces the registry (tests plant statements).
+    A statement with a Coq twin also carries the kernel check (``kernel``, a
+    ``proofs.coq.kernel.KernelReport``; by default the installed development's, compiled once per
+    process and only when the run has such a statement): a failed check makes it ``unknown``,
+    and so every statement citing it."""
+    from .coq import kernel as coq_kernel
+    from .coq.overlay import has_twin, with_kernel
+
     table = statements() if table is None else table
     wanted = list(table) if names is None else list(names)
     missing = [n for n in wanted if n not in table]
@@ -132,13 +140,18 @@ def run(names: Iterable[str] | None = None, table: Mapping[str, Statement] | Non
         raise BadInput(f"unknown statement(s) {', '.join(missing)}; valid: {', '.join(table)}")
     full = proof_order(table, table)  # every citation in the table is checked, requested or not
     needed = set(proof_order(table, wanted))
+    order = [n for n in full if n in needed]
+    if kernel is None and any(has_twin(n) for n in order):
+        kernel = coq_kernel.default_report()
     verdicts = []
     with run_statuses() as statuses:
-        for name in (n for n in full if n in needed):
+        for name in order:
             v = table[name].check()
             if v.name != name or tuple(v.cites) != table[name].cites:
                 raise CitationError(f"statement {name}: its check reported name {v.name!r} and citations "
                                     f"{v.cites}, the registry declares {table[name].cites}")
+            if kernel is not None:
+                v = with_kernel(v, kernel)
             statuses[name] = v.status
             verdicts.append(v)
     return verdicts

@@ -1,4 +1,4 @@
-"""The convex-hull sink bound of SPEC section 3.
+"""The convex-hull sink bound of constructions/SPEC.md section 3.
 
 Statement: at a query with weights a_0..a_n on the simplex, value images u_0..u_n and output
 o = sum_k a_k u_k, let delta > 0 be the distance (in any norm) from the origin to the convex

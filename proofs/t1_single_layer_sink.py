@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import sympy
 
-from constructions import attention, softmax_head
+from constructions import attention, softmax_head, task
 
 from . import sink_bound_direction as sbd
 from .content_flag_lower_bound import lower_bound as content_flag_bound
 from .flag_sum_lower_bound import m_r, m_t
+from .trigger_row_ratio_bound import L_MIN as ratio_l_min
 from .algebra import is_zero
 from .verdict import Evidence, Verdict, timed
 
@@ -48,6 +49,10 @@ CITES = (
 eta = sympy.Symbol("eta", nonnegative=True)
 PRE_INTERVAL = sympy.Interval(0, sympy.Rational(1, 12))
 ALL_INTERVAL = sympy.Interval(0, sympy.Rational(1, 120))
+L_MIN_PRE = task.L_MIN  # (a): trigger positions 2 and 3
+L_MIN_ALL = ratio_l_min  # (b): trigger positions 2, 3 and 4
+PRE_QUERIES = "1 <= i < j"  # (a): the queries before the trigger
+ALL_QUERIES = "i < L, i != j"  # (b): every non-trigger query
 FAMILY_BETAS = (6, 8, 10, 12, 14)
 FAMILY_L = 16
 
@@ -117,8 +122,8 @@ def check() -> Verdict:
                     + (f", after={r['one_minus_bos_after']:.3e} <= f_all={r['f_all']:.3e} (ratio {r['after_ratio']:.3f})"
                        if "f_all" in r else ""))
             ev.step(ok, line)
-        ev.case("(a) d >= 4, L >= 4, 0 <= eta <= 1/12, queries 1 <= i < j")
-        ev.case("(b) d >= 4, L >= 5, 0 <= eta <= 1/120, queries i != j")
+        ev.case(f"(a) d >= {task.D_MIN}, L >= {L_MIN_PRE}, 0 <= eta <= {PRE_INTERVAL.sup}, queries {PRE_QUERIES}")
+        ev.case(f"(b) d >= {task.D_MIN}, L >= {L_MIN_ALL}, 0 <= eta <= {ALL_INTERVAL.sup}, queries {ALL_QUERIES}")
         ev.case("not covered: queries after the trigger when L = 4")
 
     return timed(NAME, "a single softmax head with worst-case max-abs error eta has a_i0 >= 1 - 12 eta/(5 - 12 eta) "

@@ -44,6 +44,7 @@ from . import sink_bound_direction as sbd
 from . import trigger_rows as tr
 from .algebra import Atom, certificate, is_zero
 from .t1_single_layer_sink import f_all, f_pre
+from .trigger_row_ratio_bound import L_MIN as ratio_l_min
 from .trigger_row_ratio_bound import lower_gap
 from .verdict import Evidence, Verdict, timed
 
@@ -51,6 +52,7 @@ TIGHTENING = Fraction(99, 100)
 TIGHTEN = sympy.Rational(TIGHTENING.numerator, TIGHTENING.denominator)
 L_TIGHT = 4
 SHARP_INTERVAL = sympy.Interval(0, sympy.Rational(1, 120))
+SHARP_L_MIN = ratio_l_min  # the pinned ratio needs the trigger positions 2, 3, 4
 SHARP_CITES = ("token_consistency", "bos_query_sees_only_bos", "trigger_row_ratio_bound", "sink_bound_direction")
 e = tr.eta
 
@@ -135,7 +137,7 @@ def check_sharp() -> Verdict:
         series = sympy.series(f_pre_sharp(), e, 0, 3).removeO()
         ev.step(is_zero(series - (2 * e + 56 * e ** 2)), f"2 eta/(m_5 + eta) = 2 eta + 56 eta^2 + O(eta^3)")
         ev.note("pre-trigger keys are BOS and content tokens only; |e_{d-1} . o_i| <= eta; e_{d-1} . u_0 >= -eta")
-        ev.case("d >= 4, L >= 5, 0 <= eta <= 1/120, queries 1 <= i < j, every content")
+        ev.case(f"d >= 4, L >= {SHARP_L_MIN}, 0 <= eta <= {SHARP_INTERVAL.sup}, queries 1 <= i < j, every content")
 
     return timed("t1_pre_trigger_sharp", "for L >= 5 and eta <= 1/120 a single softmax head with worst-case error eta has "
                  "a_i0 >= 1 - 2 eta/(m_5(eta) + eta) = 1 - 2 eta - 56 eta^2 + O(eta^3) at every query before the trigger, "

@@ -34,6 +34,26 @@ NAME = "t2_multi_layer_existential"
 CITES = ()  # registered statements whose conclusions this proof uses
 D, L = 4, 5
 beta = sympy.Symbol("beta", positive=True)
+BOS_CAP = sympy.Rational(1, 2)  # no head puts more than this on BOS at a non-trigger query i >= 1
+
+
+def error_bound(b, length):
+    """The explicit bound on the pair's worst-case error at length ``length``: L e^-beta -> 0."""
+    return length * sympy.exp(-b)
+
+
+def error_bound_holds(ev: Evidence) -> None:
+    """worst_error_at(beta, j) <= L e^-beta for every 2 <= j <= L - 1: with E = e^-beta, j = 2 + k and
+    L = j + 1 + s, (L E - worst)/E = (s + 1 - 1/j) + (1/j - 1/(j + E)) + (j - j/(j E + 1))."""
+    k, s = sympy.symbols("k s", nonnegative=True)
+    E = sympy.Symbol("E", positive=True)
+    j, length = 2 + k, 3 + k + s
+    worst = cancelling_heads.worst_error_at(beta, j, exp=lambda x: E if x == -beta else 1 / E)
+    parts = [s + 1 - 1 / j, 1 / j - 1 / (j + E), j - j / (j * E + 1)]
+    bound = error_bound(beta, length).subs(sympy.exp(-beta), E)
+    ev.step(is_zero((bound - worst) / E - sum(parts)) and all(sympy.factor(sympy.together(p)).is_nonnegative
+                                                             for p in parts),
+            "worst-case error e^-b/(j + e^-b) + j/(j + e^b) <= L e^-b for every 2 <= j <= L - 1 (symbolic j, L, beta)")
 
 
 def symbolic_sequence(j: int, length: int = L) -> list[list[sympy.Expr]]:
@@ -50,8 +70,8 @@ def check_network(ev: Evidence, net: reference.Network, label: str) -> None:
         factor = cancelling_heads.trigger_factor(beta, j)
         off_zero = all(is_zero(Y[i][c] - T[i][c]) for i in range(L) if i != j for c in range(D))
         at = all(is_zero(Y[j][c] - T[j][c] - factor * S[c]) for c in range(D))
-        masses = all(is_zero(P[i][0] - sympy.Rational(1, i + 1)) for layer in patterns for P in layer
-                     for i in range(1, L) if i != j)
+        masses = all(is_zero(P[i][0] - sympy.Rational(1, i + 1)) and sympy.Rational(1, i + 1) <= BOS_CAP
+                     for layer in patterns for P in layer for i in range(1, L) if i != j)
         ev.step(off_zero and at, f"{label}, j={j}: error exactly 0 off the trigger, S_j * factor(beta, j) at it "
                                  f"(symbolic beta, contents)")
         ev.step(masses, f"{label}, j={j}: every head puts exactly 1/(i+1) <= 1/2 on BOS at every non-trigger query i >= 1")
@@ -67,6 +87,7 @@ def check() -> Verdict:
                 and sympy.limit(worst, beta, sympy.oo) == 0
                 and sympy.limit(cancelling_heads.trigger_factor(beta, j), beta, sympy.oo) == 0,
                 "symbolic j: the worst-case error e^-b/(j + e^-b) + j/(j + e^b) and factor(beta, j) -> 0 as beta -> oo")
+        error_bound_holds(ev)
         at_trigger = cancelling_heads.bos_mass(beta, j, 1, True)
         ev.step(sympy.limit(at_trigger, beta, sympy.oo) == 1,
                 "head 2's BOS mass e^b/(e^b + j) -> 1 at the trigger only (its sink is at the trigger query)")

@@ -29,6 +29,11 @@ A, B = sympy.symbols("A B", positive=True)
 i = sympy.Symbol("i", integer=True, positive=True)
 
 
+def equal_tokens_bound(n, v, eps):
+    """The BOS mass at position 1 that error <= eps at position n forces: 1 - eps/(n|v| - (n-1) eps)."""
+    return 1 - eps / (n * v - (n - 1) * eps)
+
+
 def equal_token_weights_from_evaluator(ev: Evidence) -> None:
     """Generic symbolic head (d = 4, L = 4, trigger at 3), equal content at positions 1, 2."""
     net, _ = generic_head(4)
@@ -55,7 +60,7 @@ def check() -> Verdict:
         n = sympy.Symbol("n", integer=True, positive=True)
         eps, r = sympy.symbols("epsilon r", positive=True)  # |v| = eps + r > eps
         V = eps + r
-        bound = 1 - eps / (n * V - (n - 1) * eps)
+        bound = equal_tokens_bound(n, V, eps)
         atoms = [Atom("error slack at n", eps * (A + n * B) - n * B * V, "premise"),
                  Atom("1/(A + B)", 1 / (A + B), "positive"),
                  Atom("1/(n|v| - (n-1) eps)", 1 / (n * r + eps), "positive")]

@@ -22,6 +22,12 @@ from .verdict import Evidence, Verdict, timed
 
 NAME = "trigger_row_ratio_bound"
 CITES = ('token_consistency',)  # registered statements whose conclusions this proof uses
+L_MIN = 5  # the trigger positions 2, 3, 4
+
+
+def identity_rhs(rho, d2, d3, d4):
+    """The second difference in j: rho - 2 equals this, for the errors delta_2, delta_3, delta_4."""
+    return 12 * ((rho + 2) * d4 - 2 * (rho + 1) * d3 + rho * d2)
 
 
 def lower_gap():
@@ -39,7 +45,7 @@ def check() -> Verdict:
         h = tr.images("h")
         d2, d3, d4 = (tr.deviation(j, tr.CONTENT_FLAG, h) for j in (2, 3, 4))
         rho, e = tr.rho(), tr.eta
-        ev.step(is_zero(rho - 2 - 12 * ((rho + 2) * d4 - 2 * (rho + 1) * d3 + rho * d2)),
+        ev.step(is_zero(rho - 2 - identity_rhs(rho, d2, d3, d4)),
                 "rho - 2 = 12[(rho+2) eta_4 - 2(rho+1) eta_3 + rho eta_2] (second difference in j)")
         atoms = [Atom("rho", rho, "positive")] + [
             Atom(f"eta_{j} + eta" if sign == "+" else f"eta - eta_{j}", (dj + e) if sign == "+" else (e - dj), "premise")
@@ -52,7 +58,7 @@ def check() -> Verdict:
                  (24, ["eta_3 + eta"]), (12, ["rho", "eta - eta_2"])]
         ok, why = certificate(upper_gap(), upper, atoms)
         if ev.step(ok, f"(2 + 48 eta) - rho (1 - 48 eta) >= 0: {why}"):
-            ev.case("every content c, trigger positions j = 2, 3, 4 (L >= 5)")
+            ev.case(f"every content c, trigger positions j = 2, 3, 4 (L >= {L_MIN})")
 
     return timed(NAME, "with max-abs error <= eta at the trigger positions 2, 3, 4 of equal-content sequences "
                        "(L >= 5), the trigger row's ratio rho = (A+B+C)/B satisfies rho(1 + 48 eta) >= 2 - 48 eta "

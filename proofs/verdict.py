@@ -10,6 +10,9 @@ if every cited lemma is ``proved`` in the same run (``run_statuses``, kept by th
 which checks lemmas before the statements citing them). Otherwise it is ``unknown`` and its
 evidence names the lemma. A check called outside a registry run has no proved lemmas, so a
 citing statement is then ``unknown`` too: conditional proofs are never reported as proofs.
+
+A statement with a Coq twin (``proofs.coq``) also carries the kernel check in ``kernel``; a failed
+check turns its ``proved`` or ``refuted`` into ``unknown`` (``proofs.coq.overlay``).
 """
 
 from __future__ import annotations
@@ -35,10 +38,25 @@ class Verdict:
     seconds: float = 0.0
     planted: bool = False  # a deliberately false statement, kept to show the checker can fail
     cites: tuple[str, ...] = ()  # the registered statements this one relies on (its module's CITES)
+    # The Coq kernel check of the statement's twin (proofs/coq): None when it has no twin, else
+    # "coq" (compiled, only the reals' axioms assumed), "not run" (no coqc) or "failed: <why>".
+    kernel: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"verdict status must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def label(self) -> str:
+        """The status with what it rests on: "proved (sympy + Coq)", "proved (sympy; Coq not run)",
+        "unknown (Coq failed)"; the bare status for a statement without a Coq twin."""
+        if self.kernel is None:
+            return self.status
+        if self.kernel == "coq":
+            return f"{self.status} (sympy + Coq)" if self.status != "unknown" else "unknown (sympy; Coq passed)"
+        if self.kernel == "not run":
+            return f"{self.status} (sympy; Coq not run)"
+        return f"{self.status} (Coq failed)"
 
     def to_dict(self) -> dict:
         return asdict(self)

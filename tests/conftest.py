@@ -1,6 +1,9 @@
 import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The reference formulation of the layer's products (empirical.formulations): no start-up
+# measurement in the suite; tests/test_formulations.py runs every formulation and the choice.
+os.environ.setdefault("SINKS_FORMULATION", "bmm")
 
 
 def pytest_configure(config):

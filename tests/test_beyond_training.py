@@ -64,9 +64,9 @@ def test_table_reports_a_failing_prediction_as_failing():
     held = {r[0]: r[-1] for r in rows}
     assert held["softmax"] == "NO" and held["sigmoid_norm"] == "yes" and held["relu"] == "—"
     verdicts = {c["claim"].split(":")[0]: c["verdict"] for c in claims}
-    assert verdicts["softmax"] == "refuted" and verdicts["sigmoid_norm"] == "observed"
+    assert verdicts["softmax (predicted"] == "not met" and verdicts["sigmoid_norm (predicted"] == "observed"
     v_rows, v_claims = part.variant_rows(runs)
-    assert [r[-1] for r in v_rows] == ["NO"] and v_claims[0]["verdict"] == "refuted"
+    assert [r[-1] for r in v_rows] == ["NO"] and v_claims[0]["verdict"] == "not met"  # a measurement
 
 
 def test_a_kind_judged_only_by_its_construction_is_not_called_observed():
@@ -78,7 +78,19 @@ def test_a_kind_judged_only_by_its_construction_is_not_called_observed():
     assert [c["verdict"] for c in claims] == ["observed"]
     bad = {"softmax1": {"verified": False, "limit_L": 5, "curve": curve}}
     _, claims = part.kind_rows({}, bad, kinds=("softmax1",))
-    assert [c["verdict"] for c in claims] == ["refuted"]
+    assert [c["verdict"] for c in claims] == ["failed"]  # the construction failed its own check
+
+
+def test_a_kind_claim_says_what_was_judged_and_what_was_observed():
+    """softmax1 "no sink needed" is judged by its no-BOS runs; its with-BOS runs park mass on BOS,
+    and the claim says so. relu's failure without BOS is predicted, for the divisor's reason."""
+    runs = {("softmax1", "reference", 1, 1): _fake(0.996, 3, sink_mean=0.997), ("softmax1", "no_bos", 1, 1): _fake(0.0, 2),
+            ("relu", "reference", 1, 1): _fake(0.0, 3), ("relu", "no_bos", 1, 1): _fake(0.0, 0)}
+    soft, relu = part.kind_rows(runs, {}, kinds=("softmax1", "relu"))[1]
+    assert soft["verdict"] == "observed" and "without BOS training reaches the stop rule" in soft["claim"]
+    assert "trained heads put 0.997 on BOS" in soft["claim"] and "reported, not judged" in soft["claim"]
+    assert relu["verdict"] == "observed" and "with BOS no seed sinks" in relu["claim"]
+    assert "divisor max(i, 1) counts position 0 as BOS" in relu["claim"]
 
 
 def test_relu_and_sigmoid_are_predicted_not_to_solve_no_bos_exactly():
@@ -121,5 +133,5 @@ def test_smt_column_reads_the_smt_parts_stored_record(tmp_path):
     _, _, details = reproduce.validate_output(output)
     files.write_json(tmp_path / "smt.json", {"part": "smt", "details": details})
     kinds = part.stored_smt_kinds(tmp_path)
-    assert part.smt_verdict("softpick", kinds).startswith("SAT, replayed: no sink needed")
+    assert part.smt_cell("softpick", kinds).startswith("SAT, replayed: no sink needed")
     assert part.stored_smt_kinds(tmp_path / "nowhere") == {}

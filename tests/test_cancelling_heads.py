@@ -109,8 +109,9 @@ def test_unrestricted_two_head_search_answers_an_impossible_cap():
     """The QF_NRA encoding of question (a') is well formed and can answer: with cap 0 no head may
     put anything on BOS, which softmax forbids, so z3 says unsat. (With cap 3/4 it says unknown
     within minutes even at length 3, where an exact two-head solution exists; README.)"""
+    from proofs.smt.hardkill import RLIMIT, SAFETY_S
     from proofs.smt.instance import reference_instance
     from proofs.smt.multihead import two_heads_capped
 
-    r = two_heads_capped(reference_instance(2, 3, Fraction(1, 100)), Fraction(0), timeout_s=30)
+    r = two_heads_capped(reference_instance(2, 3, Fraction(1, 100)), Fraction(0), timeout_s=SAFETY_S, rlimit=RLIMIT)
     assert r["answer"] == "unsat" and r["classes"] == 15

@@ -92,7 +92,8 @@ def test_paper_multi_layer_state_dict_splits_heads_by_rows(tmp_path, capsys):
     code, out, err = certify(capsys, str(tmp_path / "stack.pt"), "--L", "5", "--no-measure", "--out", str(tmp_path / "o"))
     assert code == 0, err
     heads = read(tmp_path / "o")["results"][0]["certificate"]["heads"]
-    assert len(heads) == 4 and "non-vacuous heads" in out
+    assert len(heads) == 4 and "heads with a sink certified" in out
+    assert "vacuous" not in out  # a random head below the level is "no sink certified", not a vacuous bound
 
 
 def test_training_summary_certifies_each_seed(tmp_path, capsys):
@@ -157,3 +158,62 @@ def test_relu_head_is_certified_sink_free_and_unsupported_kinds_are_bad_input(tm
     path = write_network_json(tmp_path / "s1.json", abstaining_heads.build_softmax1(D, 4))
     code, _, err = certify(capsys, str(path), "--L", str(L), "--out", str(tmp_path / "p"))
     assert code == 2 and "on the simplex" in err and not (tmp_path / "p").exists()
+
+
+def test_a_summary_is_certified_at_its_own_length_and_an_other_L_is_a_stated_override(tmp_path, capsys):
+    """Issue 20, item 3: d, L and the kind come from the summary (trained at L = 6 here); --L 7 is
+    certified as an override that the output and certify.json state; a --kind that disagrees
+    with the file's is bad input."""
+    from empirical.model import AttentionModel
+
+    model = AttentionModel("softmax", D, ensemble=1, seeds=[3])
+    summary = {"config": {"seeds": [3], "L": 6, "d": D, "kind": "softmax"}, "weights": weights.model_weights(model)}
+    (tmp_path / "s.json").write_text(json.dumps(summary))
+    code, out, err = certify(capsys, str(tmp_path / "s.json"), "--no-measure", "--out", str(tmp_path / "a"))
+    assert code == 0, err
+    record = read(tmp_path / "a")
+    assert record["results"][0]["certificate"]["L"] == 6 and not record["length"]["override"]
+    assert out.startswith("length: L = 6 (from the training summary)") and "L = 6," in out
+    code, out, err = certify(capsys, str(tmp_path / "s.json"), "--L", "7", "--no-measure", "--out", str(tmp_path / "b"))
+    assert code == 0, err
+    record = read(tmp_path / "b")
+    assert record["results"][0]["certificate"]["L"] == 7
+    assert record["length"] == {"L": 7, "source": "--L", "trained_L": 6, "override": True,
+                                "says": out.splitlines()[0]}
+    assert "OVERRIDE: these weights were trained at L = 6" in out
+    code, _, err = certify(capsys, str(tmp_path / "s.json"), "--kind", "relu", "--out", str(tmp_path / "c"))
+    assert code == 2 and "kind is 'softmax'" in err and not (tmp_path / "c").exists()
+    summary["config"]["d"] = D + 1
+    (tmp_path / "bad.json").write_text(json.dumps(summary))
+    code, _, err = certify(capsys, str(tmp_path / "bad.json"), "--out", str(tmp_path / "d"))
+    assert code == 2 and "not the config's 6" in err
+
+
+def test_a_file_without_a_length_is_certified_at_the_reference_16(tmp_path, capsys):
+    path = write_network_json(tmp_path / "w.json", softmax_head.build(D, BETA))
+    code, out, err = certify(capsys, str(path), "--no-measure", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert read(tmp_path / "o")["results"][0]["certificate"]["L"] == 16
+    assert out.startswith("length: L = 16 (from the reference default)")
+
+
+def test_a_checkpoint_nesting_one_state_dict_is_read_from_its_key_and_says_so(tmp_path, capsys):
+    """Issue 20, item 14: {"model": state_dict} (beside optimizer state and an epoch) is read
+    from "model" and the output names the key; two nested state dicts, or none, are bad input
+    that says what to extract."""
+    import torch
+
+    state = paper_single(softmax_head.build(D, BETA))
+    torch.save({"model": state, "optimizer": {"state": {}, "param_groups": [{"lr": 1e-3}]}, "epoch": 7},
+               tmp_path / "ckpt.pt")
+    code, out, err = certify(capsys, str(tmp_path / "ckpt.pt"), "--L", str(L), "--no-measure",
+                             "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert "== weights (the state dict under checkpoint key 'model')" in out
+    assert read(tmp_path / "o")["results"][0]["label"] == "weights (the state dict under checkpoint key 'model')"
+    torch.save({"model": state, "ema": state}, tmp_path / "two.pt")
+    code, _, err = certify(capsys, str(tmp_path / "two.pt"), "--out", str(tmp_path / "p"))
+    assert code == 2 and "several state dicts (keys 'model', 'ema')" in err and "torch.save(ckpt['model']" in err
+    torch.save({"epoch": 7, "note": "no weights"}, tmp_path / "none.pt")
+    code, _, err = certify(capsys, str(tmp_path / "none.pt"), "--out", str(tmp_path / "q"))
+    assert code == 2 and "keys 'epoch', 'note'" in err and "'state_dict'" in err

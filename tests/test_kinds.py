@@ -23,7 +23,7 @@ def _extras():
 
 
 def _definition(name, scores, i):
-    """Each kind written straight from SPEC section 6 (sympy), independent of the registry."""
+    """Each kind written straight from constructions/SPEC.md section 6 (sympy), independent of the registry."""
     e = [sympy.exp(s) for s in scores]
     sig = [1 / (1 + sympy.exp(-s)) for s in scores]
     return {

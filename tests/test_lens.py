@@ -163,3 +163,37 @@ def test_hooked_without_transformer_lens_is_bad_input(monkeypatch):
     monkeypatch.setattr(lens, "available", lambda: False)
     with pytest.raises(Exception, match=r"pip install -e '.\[lens\]'"):
         lens.hooked(_random("softmax", 1, 1))
+
+
+# ---- the README's example -----------------------------------------------------------------------
+
+README_EXAMPLE_MARK = "<!-- the example tests/test_lens.py runs -->"
+
+
+def _readme_example() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "empirical" / "README.md").read_text()
+    block = text.split(README_EXAMPLE_MARK, 1)[1]
+    assert block.lstrip().startswith("```python"), "the marked example must be the python block right after the mark"
+    return block.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_example_is_complete():
+    """It makes its own model and input before it uses them (no undefined names), also where
+    TransformerLens is absent."""
+    import ast
+
+    tree = ast.parse(_readme_example())
+    assigned = [t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) for t in node.targets
+                if isinstance(t, ast.Name)]
+    assert assigned.index("model") < assigned.index("lens") and assigned.index("x") < assigned.index("lens")
+
+
+@needs_tl
+def test_the_readme_example_runs(capsys):
+    exec(compile(_readme_example(), "empirical/README.md (TransformerLens example)", "exec"), {"__name__": "readme"})
+    out = capsys.readouterr().out
+    assert "layer 0 BOS mass at query 3, per head:" in out
+    change = float(out.split("largest change of the output:")[1].split()[0])
+    assert change > 1e-3  # zeroing head 1 of layer 1 changed the output: the hook ran

@@ -2,6 +2,7 @@
 checkers able to fail (a wrong constant, a wrong coefficient, an unjustified atom)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -104,7 +105,11 @@ def test_unknown_statement_is_bad_input_listing_valid_names():
 
 
 def _sinks(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "empirical.cli", *args], capture_output=True, text=True, cwd=cwd)
+    # SINKS_COQ=off: a subprocess would compile the Coq development again; tests/test_coq.py checks
+    # `sinks prove` with the kernel check in-process, where the compile is shared.
+    env = {**os.environ, "SINKS_COQ": "off"}
+    return subprocess.run([sys.executable, "-m", "empirical.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env)
 
 
 def test_prove_command_writes_results_with_provenance(tmp_path):

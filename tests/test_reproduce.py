@@ -149,7 +149,7 @@ def test_killed_reproduce_resumes_and_keeps_finished_parts(tmp_path, fake_parts)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 600  # a net only: the loop ends when the file appears
         while not (out / "zz_ok.json").exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.02)
         time.sleep(0.2)  # now inside the slow part
@@ -172,7 +172,7 @@ def test_report_is_rebuilt_from_the_part_files_alone(tmp_path, monkeypatch, caps
     (tmp_path / "zz_b.json").write_text('{"claims": [')  # half-written by something non-atomic
     (tmp_path / "zz_c.json").write_text('{"claims": [{"claim": "c", "verdict": "maybe", "evidence": "e"}]}')
     text = build_report(tmp_path).read_text()
-    assert "| zz_a | ok | default | cpu | 1.5 s | 1 | [zz_a.json](zz_a.json) |" in text
+    assert "| zz_a | ok | default | cpu | 1.5 s | not recorded | not recorded | 1 | [zz_a.json](zz_a.json) |" in text
     assert "| zz_a | sufficiency | **proved** | sympy closed 3 identities | — | — | — |" in text
     assert "unreadable results file zz_b.json" in text and "unreadable results file zz_c.json" in text
     (tmp_path / "REPORT.md").unlink()
@@ -207,5 +207,32 @@ def test_reproduce_command_runs_the_selected_parts(tmp_path, fake_parts, capsys)
     out = tmp_path / "results"
     assert cli.main(["reproduce", "--quick", "--device", "cpu", "--out", str(out), "--only", "zz_ok"]) == 0
     assert runs(counter) == ["zz_ok"] and (out / "REPORT.md").exists()
+    assert "provenance" in json.loads((out / "claims.json").read_text())  # what the READMEs' tables read
     assert cli.main(["reproduce", "--device", "cpu", "--out", str(out)]) == 1  # a part failed
     assert "parts failed" in capsys.readouterr().err
+
+
+def test_a_part_records_its_cpu_time_load_and_machine_and_the_report_shows_them(tmp_path, monkeypatch):
+    """A part that burns CPU: its record holds wall and CPU time, the load average (start, end,
+    mean) and the machine; the report's parts table and totals quote them."""
+    import types
+
+    def busy_part(results_dir, quick, device):
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+        return {"claims": []}
+
+    monkeypatch.setitem(sys.modules, "empirical.parts.zz_busy", types.SimpleNamespace(run=busy_part))
+    monkeypatch.setattr(reproduce, "part_exists", lambda name: True)
+    monkeypatch.setattr(reproduce, "PARTS", ("zz_busy",))
+    assert reproduce.reproduce(tmp_path, quick=True, device="cpu") == {"zz_busy": "ok"}
+    record = json.loads((tmp_path / "zz_busy.json").read_text())
+    usage = record["usage"]
+    assert 0.3 <= usage["cpu_s"] and usage["cpu_self_s"] >= 0.3 and usage["cpu_children_s"] >= 0
+    assert usage["load_samples"] >= 2 and usage["load_start"] is not None and usage["load_end"] is not None
+    assert min(usage["load_start"], usage["load_end"]) <= usage["load_mean"] <= max(usage["load_start"], usage["load_end"])
+    assert record["machine"]["logical_cpus"] >= record["machine"]["owned_cores"] >= 1 and record["machine"]["cpu"]
+    text = (tmp_path / "REPORT.md").read_text()
+    assert f"| {usage['cpu_s']:.1f} s | {usage['load_mean']:.1f} ({usage['load_start']:.1f} → {usage['load_end']:.1f}) |" in text
+    assert f"CPU time {usage['cpu_s']:.1f} s" in text and record["machine"]["cpu"] in text

@@ -10,7 +10,7 @@ import pytest
 from constructions import attention, task
 from proofs.smt import encode
 from proofs.smt.classes import POST, PRE, PositionClass, enumerate_classes, violation_classes
-from proofs.smt.hardkill import Z3Runner
+from proofs.smt.hardkill import RLIMIT, SAFETY_S, Z3Runner
 from proofs.smt.instance import Instance, reference_instance
 from proofs.smt.multihead import cancelling_heads
 from proofs.smt.replay import replay
@@ -18,6 +18,7 @@ from proofs.smt.search import search_counterexample
 
 EPS = F(1, 100)
 HALF = F(1, 2)
+WORK = {"timeout_s": SAFETY_S, "rlimit": RLIMIT}  # a z3 work limit: the same verdict on every machine
 
 
 def _post(inst, result):
@@ -59,7 +60,7 @@ def test_sink_proved_two_types(length):
     """T1 on the reference task: BOS mass >= 1/2 at every non-trigger query, before AND after the
     trigger (the trigger's own features keep it from acting as a second sink)."""
     inst = reference_instance(2, length, EPS)
-    r = search_counterexample(inst, HALF, "chain", timeout_s=20)
+    r = search_counterexample(inst, HALF, "chain", **WORK)
     assert r.status == "proof", (r.status, r.reason)
     assert r.steps[0].lemma == "LRA-box" and not any(s.result == "sat" for s in r.steps)
     # one UNSAT per class (a stalled query may have been retried: its unknown stays on record)
@@ -68,7 +69,7 @@ def test_sink_proved_two_types(length):
 
 def test_emit_smt2_files_have_headers(tmp_path):
     inst = reference_instance(2, 3, EPS)
-    r = search_counterexample(inst, HALF, "chain", timeout_s=20, emit_smt2=tmp_path)
+    r = search_counterexample(inst, HALF, "chain", **WORK, emit_smt2=tmp_path)
     files = sorted(tmp_path.glob("*.smt2"))
     assert r.status == "proof" and len(files) == len(r.steps), (r.status, r.reason)
     text = files[-1].read_text()
@@ -79,8 +80,8 @@ def test_emit_smt2_files_have_headers(tmp_path):
     assert not re.search(r"\(\+ [^\s()]+\)", text)  # no one-argument sums
     # each file is a complete script: a fresh solver answers it as recorded
     body = text.split("(set-logic ALL)")[1].replace("(check-sat)", "").replace("(exit)", "")
-    with Z3Runner() as runner:
-        assert runner.check(body, 20).result == "unsat"
+    with Z3Runner(rlimit=RLIMIT) as runner:
+        assert runner.check(body, SAFETY_S).result == "unsat"
 
 
 def test_sums_are_guarded():
@@ -113,7 +114,7 @@ def test_unknown_steps_make_the_verdict_unknown(monkeypatch):
         return [hardkill.Answer("unknown", a.seconds, "planted unknown") for a in answers]
 
     monkeypatch.setattr(hardkill.Z3Runner, "check_each", fake)
-    r = search_counterexample(reference_instance(2, 3, EPS), HALF, "chain", timeout_s=5)
+    r = search_counterexample(reference_instance(2, 3, EPS), HALF, "chain", **WORK)
     assert r.status == "unknown"
 
 
@@ -124,39 +125,39 @@ def test_trap_f2_trigger_is_a_second_sink_in_the_abstract_task():
     """Abstract task (trigger counts as zero in the mean, BOS value free): after the trigger, the
     trigger can take the mass; the counterexample is replayed on every sequence."""
     inst = reference_instance(2, 4, EPS, trigger_value="zero", bos_value="free")
-    r = search_counterexample(inst, HALF, "chain", timeout_s=20)
+    r = search_counterexample(inst, HALF, "chain", **WORK)
     assert r.status == "counterexample" and _post(inst, r)
     assert r.replay.ok and float(r.replay.max_error) <= float(EPS)
     assert float(r.replay.min_bos_post_trigger) < 0.5 and float(r.replay.min_bos_pre_trigger) > 0.9
     pre_only = search_counterexample(reference_instance(2, 4, EPS, trigger_value="zero", bos_value="free",
-                                                        covered="pre_trigger"), HALF, "chain", timeout_s=20)
+                                                        covered="pre_trigger"), HALF, "chain", **WORK)
     assert pre_only.status == "proof"
 
 
 def test_trap_f3_length_two_has_sink_free_solutions():
     inst = reference_instance(2, 2, F(1, 10))
-    r = search_counterexample(inst, HALF, "pattern", timeout_s=20)
+    r = search_counterexample(inst, HALF, "pattern", **WORK)
     assert r.status == "counterexample" and r.replay.ok
     assert float(r.replay.min_bos_covered) < 0.5
 
 
 def test_trap_f4_softmax_cannot_solve_with_eps_zero():
-    r = search_counterexample(reference_instance(2, 4, 0), None, "pattern", timeout_s=20)
+    r = search_counterexample(reference_instance(2, 4, 0), None, "pattern", **WORK)
     assert r.status == "proof"  # no head at all: weights are strictly positive
 
 
 def test_trap_f1_exclusive_mean_with_many_triggers_is_unsolvable():
     inst = reference_instance(2, 3, F(1, 10), mean="exclusive", max_triggers=None)
-    assert search_counterexample(inst, None, "pattern", timeout_s=20).status == "proof"
+    assert search_counterexample(inst, None, "pattern", **WORK).status == "proof"
     inclusive = reference_instance(2, 3, F(1, 10), max_triggers=None)
-    assert search_counterexample(inclusive, None, "pattern", timeout_s=20).status == "solution"
+    assert search_counterexample(inclusive, None, "pattern", **WORK).status == "solution"
 
 
 def test_trap_f5_relu_exclusive_mean_has_no_exact_head():
     exclusive = reference_instance(2, 4, 0, mean="exclusive")
-    assert search_counterexample(exclusive, None, "scores", kind="relu", timeout_s=20).status == "proof"
+    assert search_counterexample(exclusive, None, "scores", kind="relu", **WORK).status == "proof"
     inclusive = reference_instance(2, 4, 0)
-    assert search_counterexample(inclusive, None, "scores", kind="relu", timeout_s=20).status == "solution"
+    assert search_counterexample(inclusive, None, "scores", kind="relu", **WORK).status == "solution"
 
 
 def test_trap_f6_free_pattern_has_sink_free_solutions():
@@ -164,9 +165,9 @@ def test_trap_f6_free_pattern_has_sink_free_solutions():
     a class where the token-consistent proof above says none does; it is no head, so only a candidate."""
     inst = reference_instance(2, 3, F(1, 10))
     cls = PositionClass(1, (1, 1, 0))
-    r = search_counterexample(inst, HALF, "free_pattern", timeout_s=20, at=[cls])
+    r = search_counterexample(inst, HALF, "free_pattern", **WORK, at=[cls])
     assert r.status == "candidate" and r.replay is None
-    assert search_counterexample(inst, HALF, "chain", timeout_s=20, at=[cls]).status == "proof"
+    assert search_counterexample(inst, HALF, "chain", **WORK, at=[cls]).status == "proof"
 
 
 # ---- positive controls -------------------------------------------------------------------------
@@ -174,25 +175,25 @@ def test_trap_f6_free_pattern_has_sink_free_solutions():
 
 def test_softmax_with_sink_allowed_is_found_and_replayed():
     inst = reference_instance(2, 4, F(1, 10))
-    r = search_counterexample(inst, None, "pattern", timeout_s=20)
+    r = search_counterexample(inst, None, "pattern", **WORK)
     assert r.status == "solution" and r.replay.ok
     assert r.replay.sequences == inst.count_sequences()
     assert float(r.replay.max_error) <= 0.1 and float(r.replay.min_bos_covered) > 0.5  # it sinks
-    mapped = search_counterexample(inst, None, "reparam", timeout_s=20)
+    mapped = search_counterexample(inst, None, "reparam", **WORK)
     assert mapped.status == "solution" and mapped.replay.ok
 
 
 def test_relu_with_zero_bos_weight_is_found_and_replayed_exactly():
     inst = reference_instance(2, 4, 0)
-    r = search_counterexample(inst, None, "scores", kind="relu", sink_cap=0, timeout_s=20)
+    r = search_counterexample(inst, None, "scores", kind="relu", sink_cap=0, **WORK)
     assert r.status == "solution" and r.replay.exact
     assert r.replay.max_error == "0" and r.replay.max_bos_covered == "0"
-    v = search_counterexample(inst, F(1, 100), "scores", kind="relu", timeout_s=20)
+    v = search_counterexample(inst, F(1, 100), "scores", kind="relu", **WORK)
     assert v.status == "counterexample"  # the 'violation' exists for ReLU: no sink needed
 
 
 def test_two_heads_that_cancel_need_no_sink():
-    out = cancelling_heads(reference_instance(2, 4, F(1, 10)), cap=HALF)
+    out = cancelling_heads(reference_instance(2, 4, F(1, 10)), cap=HALF, **WORK)
     assert out["status"] == "solution"
     assert all(r.ok and float(r.max_bos_covered) <= 0.5 for r in out["replay"])
 
@@ -203,18 +204,18 @@ def test_two_heads_that_cancel_need_no_sink():
 def test_planted_bos_in_mean_flips_relu_and_fails_replay():
     good = reference_instance(2, 4, 0)
     buggy = reference_instance(2, 4, 0, bos_in_mean=True)
-    found = search_counterexample(good, None, "scores", kind="relu", sink_cap=0, timeout_s=20)
+    found = search_counterexample(good, None, "scores", kind="relu", sink_cap=0, **WORK)
     assert found.status == "solution"
-    assert search_counterexample(buggy, None, "scores", kind="relu", sink_cap=0, timeout_s=20).status == "proof"
+    assert search_counterexample(buggy, None, "scores", kind="relu", sink_cap=0, **WORK).status == "proof"
     assert not replay(buggy, found.model).ok  # the replay sees the difference too
 
 
 def test_planted_loose_tolerance_flips_the_proof(monkeypatch):
     inst = reference_instance(2, 4, EPS)
-    assert search_counterexample(inst, HALF, "chain", timeout_s=20).status == "proof"
+    assert search_counterexample(inst, HALF, "chain", **WORK).status == "proof"
     real = encode.output_facts
     monkeypatch.setattr(encode, "output_facts", lambda y, eps, Z, outs: real(y, eps * 60, Z, outs))
-    r = search_counterexample(inst, HALF, "pattern", timeout_s=20, at=[PositionClass(1, (1, 0, 0))])
+    r = search_counterexample(inst, HALF, "pattern", **WORK, at=[PositionClass(1, (1, 0, 0))])
     assert r.status not in ("proof", "counterexample")  # SAT under the bug, not confirmed by the replay
 
 
@@ -229,7 +230,7 @@ def test_every_kind_is_encoded_or_reported(kind):
     from proofs.smt.search import default_method
 
     inst = reference_instance(2, 3, EPS)
-    r = search_counterexample(inst, HALF, default_method(kind), kind=kind, timeout_s=10)
+    r = search_counterexample(inst, HALF, default_method(kind), kind=kind, **WORK)
     assert r.status in ("proof", "counterexample", "candidate", "unknown")
     if r.status == "unknown":
         assert r.reason
@@ -242,10 +243,10 @@ def test_every_kind_is_encoded_or_reported(kind):
 
 
 def test_hull_lemma_is_unsat_at_32_positions_and_tight():
-    with Z3Runner() as runner:
-        ans = runner.check(encode.hull_lemma_script(32, F(1), F(1, 10), EPS).text(), 20)
+    with Z3Runner(rlimit=RLIMIT) as runner:
+        ans = runner.check(encode.hull_lemma_script(32, F(1), F(1, 10), EPS).text(), SAFETY_S)
         assert ans.result == "unsat"
         # planted: claim a bound stronger than the lemma's (m - eps/2) -> z3 finds the tight example
         stronger = encode.hull_lemma_script(32, F(1), F(1, 10), EPS)
         stronger.asserts[-1] = encode.lt(encode.scale(F(11, 10), "a_0"), encode.num(1 - EPS / 2))
-        assert runner.check(stronger.text(), 20).result == "sat"
+        assert runner.check(stronger.text(), SAFETY_S).result == "sat"

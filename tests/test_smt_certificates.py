@@ -9,13 +9,14 @@ from fractions import Fraction as F
 import pytest
 
 from proofs.smt import chain, encode, farkas
-from proofs.smt.hardkill import Z3Runner
+from proofs.smt.hardkill import RLIMIT, SAFETY_S, Z3Runner
 from proofs.smt.linear import NotLinear, Row, parse_fact, parse_facts
 from proofs.smt.instance import reference_instance
 from proofs.smt.search import search_counterexample
 from proofs.smt.verdict import LP_CHECKER, Z3_CHECKER
 
 EPS = F(1, 100)
+WORK = {"timeout_s": SAFETY_S, "rlimit": RLIMIT}  # a z3 work limit: the same verdict on every machine
 INST = reference_instance(2, 4, EPS)
 
 
@@ -40,8 +41,8 @@ def test_linear_facts_parse_exactly():
 
 def test_certificate_bound_matches_the_lp_optimum():
     rows, value, y, highs = _box()
-    with Z3Runner() as runner:
-        z3_opt = runner.maximize(encode.box_lp(INST, EPS, 1, 2, 1).text(), 20).model["OBJ"]
+    with Z3Runner(rlimit=RLIMIT) as runner:
+        z3_opt = runner.maximize(encode.box_lp(INST, EPS, 1, 2, 1).text(), SAFETY_S).model["OBJ"]
     assert value >= z3_opt  # a certified bound is never below the true supremum
     assert abs(value - z3_opt) < F(1, 10 ** 6) and abs(float(value) - highs) < 1e-6
 
@@ -68,8 +69,8 @@ def test_a_false_bound_cannot_be_certified():
     bound = value - F(1, 100)
     query = _query_rows(bound)
     assert not farkas.check_infeasible(query, farkas.bound_certificate(y, len(query) - 1))
-    with Z3Runner() as runner:
-        ans = runner.check(encode.box_bound_check(INST, EPS, 1, 2, 1, bound).text(), 20)
+    with Z3Runner(rlimit=RLIMIT) as runner:
+        ans = runner.check(encode.box_bound_check(INST, EPS, 1, 2, 1, bound).text(), SAFETY_S)
     assert ans.result == "sat"
     point = ans.model
     for row in query:
@@ -78,7 +79,7 @@ def test_a_false_bound_cannot_be_certified():
 
 
 def test_every_box_bound_of_a_proof_carries_a_checked_certificate():
-    r = search_counterexample(INST, F(1, 2), "chain", timeout_s=20)
+    r = search_counterexample(INST, F(1, 2), "chain", **WORK)
     box = [s for s in r.steps if s.lemma == "LRA-box"]
     assert r.status == "proof" and box and all(s.checker == LP_CHECKER and s.result == "unsat" for s in box)
 
@@ -96,7 +97,7 @@ def test_a_certificate_that_does_not_check_falls_back_to_z3(monkeypatch):
 
     monkeypatch.setattr(farkas, "certified_max", corrupted)
     inst = reference_instance(2, 3, EPS)
-    r = search_counterexample(inst, F(1, 2), "chain", timeout_s=20)
+    r = search_counterexample(inst, F(1, 2), "chain", **WORK)
     box = [s for s in r.steps if s.lemma == "LRA-box"]
     assert box and all(s.checker == Z3_CHECKER for s in box)
     assert r.status == "proof"  # z3 still certifies each bound (an UNSAT of the closed LP)
@@ -108,7 +109,7 @@ def test_no_certificate_and_no_z3_answer_is_not_a_proof(monkeypatch):
     monkeypatch.setattr(farkas, "certified_max", lambda rows, objective: "failed")
     monkeypatch.setattr(hardkill.Z3Runner, "maximize",
                         lambda self, text, timeout_s: hardkill.Answer("unknown", 0.0, "planted"))
-    r = search_counterexample(reference_instance(2, 3, EPS), F(1, 2), "chain", timeout_s=5)
+    r = search_counterexample(reference_instance(2, 3, EPS), F(1, 2), "chain", **WORK)
     assert r.status == "unknown" and "value box" in r.reason
 
 

@@ -10,12 +10,14 @@ import pytest
 
 from constructions.errors import BadInput
 from proofs.smt import encode, recheck
-from proofs.smt.hardkill import Answer
+from proofs.smt.hardkill import RLIMIT, SAFETY_S, Answer
 from proofs.smt.instance import reference_instance
 from proofs.smt.search import search_counterexample
 from proofs.smt.verdict import LP_CHECKER
 
 EPS = F(1, 100)
+# work limits for z3 and cvc5: the same verdict on every machine
+WORK = {"timeout_s": SAFETY_S, "rlimit": RLIMIT, "recheck_rlimit": recheck.CVC5_RLIMIT}
 INST = reference_instance(2, 3, EPS)
 HAVE_CVC5 = recheck.available("cvc5")
 needs_cvc5 = pytest.mark.skipif(not HAVE_CVC5, reason="cvc5 not installed (optional extra: pip install '.[smt]')")
@@ -29,7 +31,7 @@ def _with_second_answer(monkeypatch, answer: str, reason: str = ""):
 
 @needs_cvc5
 def test_cvc5_agrees_with_every_step_of_a_proof():
-    r = search_counterexample(INST, F(1, 2), "chain", timeout_s=20, recheck_with="cvc5")
+    r = search_counterexample(INST, F(1, 2), "chain", **WORK, recheck_with="cvc5")
     assert r.status == "proof" and r.recheck["disagree"] == 0
     assert r.recheck["agree"] + r.recheck["unknown"] == len(r.steps)
     for step in r.steps:
@@ -47,8 +49,8 @@ def test_cvc5_contradicts_a_false_unsat_claim():
 
     value, _, _ = farkas.certified_max(parse_facts(encode.box_lp(INST, EPS, 1, 2, 1).asserts), "OBJ")
     text = encode.box_bound_check(INST, EPS, 1, 2, 1, value - F(1, 100)).text()
-    with recheck.Cvc5Runner() as runner:
-        second = runner.check(text, 20)
+    with recheck.Cvc5Runner(recheck.CVC5_RLIMIT) as runner:
+        second = runner.check(text, SAFETY_S)
     assert second.result == "sat"
     label, contradiction = recheck.verdict_of("unsat", second, "z3")
     assert contradiction and label.startswith("DISAGREE")
@@ -56,14 +58,14 @@ def test_cvc5_contradicts_a_false_unsat_claim():
 
 def test_a_disagreement_is_a_failed_check_never_a_proof(monkeypatch):
     _with_second_answer(monkeypatch, "sat")
-    r = search_counterexample(INST, F(1, 2), "chain", timeout_s=20, recheck_with="cvc5")
+    r = search_counterexample(INST, F(1, 2), "chain", **WORK, recheck_with="cvc5")
     assert r.status == "unknown" and r.reason.startswith("recheck failed")
     assert r.recheck["disagree"] == len(r.steps) and all(s.checker.startswith("DISAGREE") for s in r.steps)
 
 
 def test_a_second_solver_without_answer_leaves_the_step_on_the_first(monkeypatch):
     _with_second_answer(monkeypatch, "unknown", "hard-kill")
-    r = search_counterexample(INST, F(1, 2), "chain", timeout_s=20, recheck_with="cvc5")
+    r = search_counterexample(INST, F(1, 2), "chain", **WORK, recheck_with="cvc5")
     assert r.status == "proof" and r.recheck["unknown"] == len(r.steps) and r.recheck["agree"] == 0
     assert {s.checker for s in r.steps if s.lemma == "NRA-class"} == {"z3 only (cvc5 unknown: hard-kill)"}
 
@@ -89,7 +91,8 @@ def test_cli_reports_the_checker_per_step_and_fails_on_a_disagreement(monkeypatc
     from empirical import cli
 
     _with_second_answer(monkeypatch, "sat")
-    args = ["search", "--length", "3", "--theta", "1/2", "--recheck", "cvc5", "--out", str(tmp_path)]
+    args = ["search", "--length", "3", "--theta", "1/2", "--recheck", "cvc5", "--out", str(tmp_path),
+            "--rlimit", str(RLIMIT), "--timeout", str(SAFETY_S)]
     assert cli.main(args) == 1
     out = capsys.readouterr().out
     assert "verdict: unknown" in out and "DISAGREE" in out and "disagree" in out

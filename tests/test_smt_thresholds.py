@@ -11,12 +11,14 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 from proofs.smt import session
+from proofs.smt.hardkill import RLIMIT, SAFETY_S
 from proofs.smt.classes import enumerate_classes
 from proofs.smt.instance import reference_instance
 from proofs.smt.replay import HeadParams, LayerModel, class_bos_mass, replay
 from proofs.smt.search import search_counterexample
 
 EPS = F(1, 100)
+WORK = {"timeout_s": SAFETY_S, "rlimit": RLIMIT}  # a z3 work limit: the same verdict on every machine
 
 
 def _perturbed(model: LayerModel, delta: F) -> LayerModel:
@@ -33,7 +35,7 @@ def test_replay_error_check_is_pinned():
     e = 3/4 eps it passes (fails if the check were tightened to eps/2), with e = 3/2 eps it fails
     (passes if loosened to 2 eps)."""
     inst = reference_instance(2, 4, 0)
-    found = search_counterexample(inst, None, "scores", kind="relu", sink_cap=0, timeout_s=20)
+    found = search_counterexample(inst, None, "scores", kind="relu", sink_cap=0, **WORK)
     assert found.status == "solution" and found.replay.max_error == "0"
     unit = F(replay(inst, _perturbed(found.model, F(1))).max_error)  # error per unit of delta (exact)
     assert unit > 0
@@ -47,7 +49,7 @@ def test_counterexample_bos_mass_check_is_pinned():
     counterexample against theta = 3/2 m (not if the check were tightened to theta/2), rejected
     (candidate) against theta = 3/4 m (confirmed if loosened to 2 theta)."""
     inst = reference_instance(2, 2, F(1, 10))
-    r = search_counterexample(inst, F(1, 2), "pattern", timeout_s=20)
+    r = search_counterexample(inst, F(1, 2), "pattern", **WORK)
     assert r.status == "counterexample"
     cls = next(c for c in enumerate_classes(inst) if c.label(inst) == r.where)
     m = class_bos_mass(inst, r.model, cls)
@@ -69,8 +71,8 @@ def test_margin_resolve_is_pinned(monkeypatch):
     re-solve times out or its model fails the replay)."""
     assert session.MARGIN < 1 <= 2 * session.MARGIN  # tighter than the check, not by a factor 2
     inst = reference_instance(2, 3, EPS, covered="pre_trigger")
-    r = search_counterexample(inst, 1 - 2 * EPS, "chain", timeout_s=10)
+    r = search_counterexample(inst, 1 - 2 * EPS, "chain", **WORK)
     assert r.status == "counterexample" and r.replay.ok
     monkeypatch.setattr(session, "MARGIN", session.MARGIN / 2)
-    half = search_counterexample(inst, 1 - 2 * EPS, "chain", timeout_s=10)
+    half = search_counterexample(inst, 1 - 2 * EPS, "chain", **WORK)
     assert half.status == "candidate" and "unsat at eps'" in half.reason

@@ -118,7 +118,7 @@ def test_killed_sweep_resumes_without_losing_or_repeating_finished_jobs(tmp_path
     argv = [sys.executable, "-m", "empirical.cli", "sweep", str(spec), "--workers", "2", "--out", str(out), "--quiet"]
     proc = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600  # a net only: the loop ends when two jobs are done
         while len(list(out.glob("*.json"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.02)
     finally:
@@ -239,7 +239,12 @@ def test_missing_sweep_file_and_bad_workers_are_exit_2(tmp_path, capsys):
 
 def test_sweep_cli_runs_and_resumes(tmp_path, capsys):
     jobs = [{"fn": ECHO, "config": {"value": v}, "seeds": [v]} for v in range(3)]
-    assert sweep_cli(tmp_path, capsys, jobs)[1].out.startswith("3 ran, 0 already done, 0 failed")
+    first = sweep_cli(tmp_path, capsys, jobs)[1]
+    assert first.out.startswith("3 ran, 0 already done, 0 failed")
+    # stderr is not a terminal: one line per job with the count, the elapsed time and an ETA
+    lines = first.err.splitlines()
+    assert len(lines) == 3 and all(line.lstrip().startswith("done ") for line in lines)
+    assert "[1/3, " in lines[0] and " elapsed, ETA ~" in lines[0] and lines[2].endswith("ETA ~0 s at the rate so far]")
     assert sweep_cli(tmp_path, capsys, jobs)[1].out.startswith("0 ran, 3 already done, 0 failed")
 
 
@@ -256,3 +261,15 @@ def test_every_registered_job_imports_and_declares_its_config():
         assert dataclasses.is_dataclass(sweep.config_class(fn)), name
     with pytest.raises(BadInput, match="not a registered job"):
         sweep.resolve_fn("empirical.train:train")  # importable, not registered
+
+
+def test_a_record_holds_the_jobs_wall_and_cpu_time_and_the_load(tmp_path):
+    """The worker measures its own job: a sleeping job costs wall time and (almost) no CPU time."""
+    jobs = echo_jobs(2, sleep_s=0.3)
+    outcome = run_sweep(jobs, tmp_path, backend="process", workers=2)
+    assert outcome.ok
+    for job in jobs:
+        record = load_record(tmp_path, job)
+        usage = record["usage"]
+        assert usage["wall_s"] >= 0.3 and 0 <= usage["cpu_s"] < usage["wall_s"]
+        assert usage["load_start"] is not None and usage["load_end"] is not None

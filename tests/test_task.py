@@ -1,4 +1,4 @@
-"""The task of SPEC section 1: sampler against the exact oracle, statistics, validation."""
+"""The task of constructions/SPEC.md section 1: sampler against the exact oracle, statistics, validation."""
 
 import math
 from fractions import Fraction

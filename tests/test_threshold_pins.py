@@ -89,7 +89,7 @@ def test_sink_mass_level_is_pinned():
 
 
 def test_stack_sink_mass_level_is_pinned():
-    """STACK_SINK_MASS (0.9) decides whether the T2 training claim is observed or refuted. Pinned
+    """STACK_SINK_MASS (0.9) decides whether the T2 training claim is observed or not met. Pinned
     on its gap 1 - level: a head 1.5 gaps below 1 must not count as sinking, 0.7 gaps must."""
     from empirical.metrics import STACK_SINK_MASS
     from empirical.parts.training import _t2_claim
@@ -98,11 +98,12 @@ def test_stack_sink_mass_level_is_pinned():
 
     def stack(mass):
         head = {"bos_nontrigger_mean": mass, "sinks_gu": True}
-        return {"config": {"kind": "softmax", "layers": 2, "heads": 2, "seeds": [0], "max_steps": 10},
+        return {"config": {"kind": "softmax", "layers": 2, "heads": 2, "seeds": [0], "max_steps": 10, "L": 16},
+                "eval": {"sequences": 1000},
                 "members": [{"converged": True, "layers": [[head, head], [head, head]]}]}
 
     assert _t2_claim(stack(1 - 0.7 * gap), {})["verdict"] == "observed"
-    assert _t2_claim(stack(1 - 1.5 * gap), {})["verdict"] == "refuted"
+    assert _t2_claim(stack(1 - 1.5 * gap), {})["verdict"] == "not met"  # a measurement, not a refutation
 
 
 def test_no_sink_mass_level_is_pinned():
@@ -116,4 +117,4 @@ def test_no_sink_mass_level_is_pinned():
                 "members": [{"converged": True, "layers": [[head, head], [head, head]]}]}
 
     assert _relu_stack_claim(stack(0.75 * NO_SINK_MASS), {})["verdict"] == "observed"
-    assert _relu_stack_claim(stack(1.5 * NO_SINK_MASS), {})["verdict"] == "refuted"
+    assert _relu_stack_claim(stack(1.5 * NO_SINK_MASS), {})["verdict"] == "not met"

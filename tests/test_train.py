@@ -168,6 +168,35 @@ def test_summary_is_json_with_provenance_and_patterns(trained):
     assert len(text) < 2_000_000
 
 
+def test_summary_records_where_the_time_went_in_wall_and_cpu_seconds_and_the_load(trained):
+    t = trained["softmax"]["timing"]
+    split, total = t["split"], t["total"]
+    assert set(split) == {"formulation", "training", "history", "evaluation", "bound", "weights"}
+    assert t["formulation"] == {"name": "bmm", "chosen_by": "environment"}  # tests/conftest.py sets it
+    assert trained["softmax"]["provenance"]["formulation"] == "bmm"
+    assert all(v["wall_s"] >= 0 and v["cpu_s"] >= 0 for v in split.values())
+    assert split["training"]["wall_s"] == round(t["seconds"], 3) and split["training"]["cpu_s"] > 0
+    assert split["bound"]["cpu_s"] <= split["evaluation"]["cpu_s"] + 1e-3  # the bound is part of the evaluation
+    phases = sum(split[k]["wall_s"] for k in ("formulation", "training", "history", "evaluation", "weights"))
+    assert phases <= total["wall_s"] + 1e-2 and total["cpu_s"] >= split["training"]["cpu_s"]
+    assert total["load_start"] is not None and total["load_mean"] is not None
+    assert t["machine"]["owned_cores"] >= 1 and t["machine"]["cpu"]
+
+
+def test_a_stack_bounds_the_first_200_sequences_unless_asked(tmp_path):
+    from empirical import cli
+
+    assert T.TrainConfig().bound_sequences == 1000  # one head: T1's bound on every sequence
+    assert T.TrainConfig(layers=2, heads=2).bound_sequences == T.STACK_BOUND_SEQUENCES == 200
+    assert T.TrainConfig(heads=2, eval_sequences=50).bound_sequences == 50
+    assert T.TrainConfig(layers=2, bound_sequences=1000).bound_sequences == 1000
+    out = tmp_path / "run.json"
+    assert cli.main(["train", "--d", "6", "--L", "6", "--eval-trigger", "3", "--layers", "2", "--max-steps", "2",
+                     "--eval-sequences", "20", "--bound-sequences", "7", "--quiet", "--device", "cpu",
+                     "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["config"]["bound_sequences"] == 7
+
+
 def test_capped_run_is_not_called_converged():
     summary = T.train(T.TrainConfig(seeds=(0,), max_steps=5, **{**SMALL, "eval_sequences": 20}), quiet=True)
     member = summary["members"][0]
@@ -181,7 +210,8 @@ def test_cli_train_writes_a_summary_and_rejects_bad_input(tmp_path, capsys):
     rc = cli.main(["train", "--d", "6", "--L", "6", "--eval-trigger", "3", "--seeds", "0", "--max-steps", "3",
                    "--eval-sequences", "10", "--quiet", "--device", "cpu", "--out", str(out)])
     assert rc == 0 and json.loads(out.read_text())["config"]["max_steps"] == 3
-    assert "NOT converged" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "NOT converged" in printed and "time: training" in printed and "s CPU, load" in printed
     assert cli.main(["train", "--kind", "cosine", "--out", str(tmp_path / "bad.json")]) == 2
     assert cli.main(["train", "--device", "warp-drive", "--out", str(tmp_path / "bad.json")]) == 2
     assert not (tmp_path / "bad.json").exists()

@@ -63,11 +63,11 @@ def test_a_member_has_the_numbers_of_the_single_run_of_its_seed_in_any_group():
 def _untimed(part_output):
     """The part's tables without their wall-time columns (a measurement, not a result)."""
     tables = reproduce.plain(part_output)["tables"]
-    keep = [[i for i, c in enumerate(t["columns"]) if c != "seconds"] for t in tables]
+    keep = [[i for i, c in enumerate(t["columns"]) if c not in ("seconds", "wall s", "CPU s")] for t in tables]
     return [{**t, "rows": [[row[i] for i in k] for row in t["rows"]]} for t, k in zip(tables, keep)]
 
 
-def test_training_part_end_to_end_at_tiny_caps(tmp_path):
+def test_training_part_end_to_end_at_tiny_caps(tmp_path, capsys):
     runs = (part.Run("softmax", 1, 1, (0, 1, 2), 30), part.Run("relu", 2, 2, (0, 1), 12))
     out = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=2, **SMALL)
     claims, tables, details = reproduce.validate_output(reproduce.plain(out))
@@ -77,9 +77,17 @@ def test_training_part_end_to_end_at_tiny_caps(tmp_path):
     assert "not converged at the cap 12: seed(s) 0, 1" in steps_cells[1]
     assert "±" in tables[0]["rows"][0][4] and all("±" in row[2] for row in tables[1]["rows"])
     assert len(tables[1]["rows"]) == 1 + 4  # one head + a 2 x 2 stack
-    assert {c["verdict"] for c in claims} <= {"unknown", "observed", "refuted", "verified numerically"}
+    assert {c["verdict"] for c in claims} <= {"unknown", "observed", "not met", "refuted", "verified numerically"}
     assert not any(c["verdict"] == "observed" and "1-layer" in c["claim"] for c in claims)
     assert details["runs"]["softmax-1x1"]["seeds"] == [0, 1, 2]
+    log = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[training]")]
+    assert log and log[-1].startswith(f"[training] {len(details['plan']['jobs'])}/{len(details['plan']['jobs'])} "
+                                      "jobs finished")  # stderr is not a terminal here: plain lines
+    jobs_table, after_table = tables[-2], tables[-1]  # what each job and the part's own work cost
+    assert len(jobs_table["rows"]) == len(details["plan"]["jobs"])
+    assert all("/" in row[2] and "/" in row[5] and "→" in row[6] for row in jobs_table["rows"])
+    assert [row[0] for row in after_table["rows"]] == ["figures", "certificates", "ablations"]
+    assert details["plan"]["formulation"] == {"name": "bmm", "chosen_by": "environment"}
     # A rerun reuses every job's record and gives the same part output.
     again = part.run(tmp_path, quick=False, device="cpu", runs=runs, workers=2, **SMALL)
     assert _untimed(again) == _untimed(out)
@@ -133,12 +141,43 @@ def test_progress_board_draws_one_line_per_job_and_an_overall_eta_on_a_terminal(
     assert "softmax 4x4 seeds 0-2: done in 51 s" in term.text
 
 
-def test_progress_board_draws_nothing_off_a_terminal(tmp_path):
+def test_progress_board_logs_plain_lines_off_a_terminal(tmp_path):
+    """Issue 20, item 5: stderr not a terminal (nohup, CI): one plain line per finished job with
+    the elapsed time and an ETA at the rate so far, at most one line per 30 s (jobs finishing in
+    between wait for the next line), and a line on the running jobs after 5 quiet minutes."""
     import io
 
+    from constructions.files import write_json
+    from empirical import progress
+
+    now = [0.0]
     stream = io.StringIO()
-    board = _board(tmp_path, stream)
-    board.poll(force=True)
-    board.event("done", "a", "1.0 s")
-    board.close()
-    assert stream.getvalue() == ""
+    jobs = [("a", "softmax 4x4", 1000, 50_000, 30.0), ("b", "relu 4x4", 500, 50_000, 20.0),
+            ("c", "relu 1x1", 100, 50_000, 10.0)]
+    board = progress.Board(tmp_path, jobs, 1, stream=stream, clock=lambda: now[0])
+
+    def at(t, action):
+        now[0] = t
+        action()
+        return stream.getvalue().splitlines()
+
+    assert at(20.0, lambda: board.poll()) == []
+    lines = at(40.0, lambda: board.event("done", "a", "40.0 s"))
+    # 40 s for 30 of 60 planned: 30 left at that rate is 40 s more
+    assert lines == ["[training] 1/3 jobs finished (softmax 4x4 done in 40 s); 40 s elapsed; ETA ~40 s at the rate so far"]
+    assert len(at(50.0, lambda: board.event("done", "b", "10.0 s"))) == 1  # 10 s after the last line: held
+    assert len(at(60.0, lambda: board.poll())) == 1
+    lines = at(75.0, lambda: board.poll())
+    assert lines[-1] == "[training] 2/3 jobs finished (relu 4x4 done in 10 s); 75 s elapsed; ETA ~15 s at the rate so far"
+    lines = at(80.0, lambda: board.event("done", "c", "5.0 s"))  # the last job: said at once
+    assert lines[-1].startswith("[training] 3/3 jobs finished (relu 1x1 done in 5 s); 80 s elapsed; ETA ~0 s")
+    assert len(lines) == 3 and "\x1b" not in stream.getvalue()
+
+    quiet = io.StringIO()
+    board = progress.Board(tmp_path, jobs[:1], 1, stream=quiet, clock=lambda: now[0])
+    write_json(progress.progress_path(tmp_path, "a"), {"step": 400, "members": 3, "active": 3, "steps_per_second": 20.0})
+    at(now[0] + 299.0, lambda: board.poll())
+    assert quiet.getvalue() == ""
+    at(now[0] + 2.0, lambda: board.poll())
+    assert quiet.getvalue() == ("[training] 0/1 jobs finished; running: softmax 4x4 at step 400/50,000; 5.0 min "
+                                "elapsed; ETA ~30 s from the step rates\n")

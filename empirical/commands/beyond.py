@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lr", type=float, default=None, help="learning rate (default: 1e-3 one layer, 1e-4 several)")
     p.add_argument("--config", default=None, help="JSON file with the Plan fields instead of the options above")
     p.add_argument("--out", default="results", help="results folder (runs kept under OUT/runs/beyond)")
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, or auto")
+    p.add_argument("--device", default="auto", help="auto (default: CUDA if torch sees a GPU, else the CPU), cpu, cuda[:N]")
     p.set_defaults(run=run)
 
 
@@ -56,11 +56,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         kinds = _names(args.kinds) if args.kinds else attention.names()
         plan = part.Plan(kinds, _names(args.variants), _shapes(args.shapes), args.seeds, args.max_steps, args.lr)
-    device = args.device
-    if device != "cpu":
-        from empirical.device import resolve_device
+    from empirical.device import resolve_device
 
-        device = resolve_device(device)
+    device = resolve_device(args.device)
     runs = part.train_all(Path(args.out), [plan], device)
     k_rows, _ = part.kind_rows(runs, {}, plan.kinds)
     v_rows, _ = part.variant_rows(runs)

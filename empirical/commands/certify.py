@@ -6,6 +6,11 @@ Prints per head and query position the certified minimum BOS mass with its witne
 eta_lo and the T1 check beside the measured figures; writes ``certify.json`` (with provenance)
 and ``certify.png`` (certified minimum beside the measured mean) into ``--out``. Everything is
 computed before anything is written, so bad input leaves no partial output (exit 2).
+
+d and the attention kind come from the file; a training summary also fixes L (its config's),
+so the certificate is for the length the weights were trained at. ``--L`` other than that is an
+override that the output's first line and ``certify.json``'s ``length`` record state; a
+``--kind`` that disagrees with the file's is bad input.
 """
 
 from __future__ import annotations
@@ -17,8 +22,12 @@ from pathlib import Path
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("certify", help="certify a head's BOS mass and error over every input (any weights)")
     p.add_argument("weights", help="weights: .json (project or sinks train summary), .npz, .safetensors, .pt/.pth/.bin")
-    p.add_argument("--L", type=int, default=16, help="sequence length including BOS (reference 16)")
-    p.add_argument("--kind", default=None, help="attention kind when the file does not say (default softmax)")
+    p.add_argument("--L", type=int, default=None,
+                   help="sequence length including BOS (default: a training summary's own L, else 16, the "
+                        "reference); an L other than the summary's is certified as an override, which the "
+                        "output and certify.json state")
+    p.add_argument("--kind", default=None, help="attention kind when the file does not say (default softmax); "
+                                                "one that disagrees with the file's is bad input")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="only these seeds of a training summary")
     p.add_argument("--no-measure", action="store_true", help="skip the measured figures (no torch)")
     p.add_argument("--out", default="results/certify", help="folder for certify.json and certify.png")
@@ -38,11 +47,13 @@ def _print(label: str, cert: dict, rows: list) -> None:
               f"non-trigger row mass <= {cert['max_row_mass_nontrigger']:.3g}")
         return
     if cert["type"] == "stack":
+        from empirical.certify import stack_head_label
+
         for h in cert["heads"]:
             print(f"  L{h['layer']}H{h['head']}: certified min BOS mass {h['min_bos_certified']:.6g}"
-                  f" ({'non-vacuous' if h['non_vacuous'] else 'vacuous'}, level {cert['sink_level']})")
-        print(f"  non-vacuous heads: {cert['non_vacuous_fraction']:.2f}; non-vacuous (head, query position) pairs: "
-              f"{cert['non_vacuous_query_fraction']:.2f}")
+                  f" ({stack_head_label(h['non_vacuous'], cert['sink_level'])})")
+        print(f"  heads with a sink certified: {cert['non_vacuous_fraction']:.2f}; (head, query position) pairs "
+              f"certified >= {cert['sink_level']:g}: {cert['non_vacuous_query_fraction']:.2f}")
         return
     print("  " + " | ".join(COLUMNS))
     for r in rows:
@@ -63,25 +74,46 @@ def _print(label: str, cert: dict, rows: list) -> None:
               f"bound {_fmt(b['all_bound'])}; overall: {cert['t1']['overall']}")
 
 
+def resolve_length(asked: int | None, loaded) -> dict:
+    """The length to certify at: the summary's own (every seed of one summary shares it), or
+    ``--L``; an ``--L`` other than the trained one is an override, said in ``says``."""
+    trained = sorted({item.L for item in loaded if item.L is not None})
+    trained_L = trained[0] if len(trained) == 1 else None
+    if asked is None:
+        L, source = (trained_L, "the training summary") if trained_L is not None else (16, "the reference default")
+    else:
+        L, source = asked, "--L"
+    override = asked is not None and trained_L is not None and asked != trained_L
+    says = f"length: L = {L} (from {source})"
+    if override:
+        says = (f"length: L = {L} from --L, an OVERRIDE: these weights were trained at L = {trained_L}; "
+                f"the certificate is for L = {L}")
+    return {"L": L, "source": source, "trained_L": trained_L, "override": override, "says": says}
+
+
 def run(args: argparse.Namespace) -> int:
     from constructions import files
     from constructions.errors import BadInput
     from empirical import certify, weights
 
-    if args.L < 4:
+    if args.L is not None and args.L < 4:
         raise BadInput(f"--L must be >= 4, got {args.L}")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out} is a file, not a folder")
     loaded = weights.load(args.weights, kind=args.kind, seeds=args.seeds)
+    length = resolve_length(args.L, loaded)
+    L = length["L"]
     results = []
     for item in loaded:
-        cert = certify.certify_network(item.network, args.L)
-        measured = None if args.no_measure else certify.measure(item.network, args.L)
+        cert = certify.certify_network(item.network, L)
+        measured = None if args.no_measure else certify.measure(item.network, L)
         rows = certify.comparison_rows(cert, measured) if cert["type"] == "single head" else []
+        if not results:
+            print(length["says"])
         results.append({"label": item.label, "certificate": cert, "measured": measured, "table": rows})
         _print(item.label, cert, rows)
-    record = {"weights": str(args.weights), "results": results, "columns": certify.COLUMNS,
+    record = {"weights": str(args.weights), "length": length, "results": results, "columns": certify.COLUMNS,
               "provenance": files.provenance({"weights": str(args.weights), "L": args.L, "kind": args.kind,
                                               "seeds": args.seeds, "measure": not args.no_measure}, args.seeds)}
     figure = certify.heat_map(results, out / "certify.png")

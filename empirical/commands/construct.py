@@ -192,19 +192,28 @@ def _png(fig) -> bytes:
     return png_bytes(fig)
 
 
-def _panel(ax, M, title, row_names, col_names) -> None:
+def _panel(fig, ax, M, title, row_names, col_names, labels: tuple[str, str], bar_label: str, cmap="RdBu_r",
+           symmetric: bool = True) -> None:
+    """One heat map with its colour bar; ``labels`` = (x axis, y axis). Cells are annotated with
+    their value (2 significant digits) when the matrix is small enough to read them."""
     import numpy as np
 
     A = np.array([[float(v) for v in row] for row in M])
     limit = max(float(np.abs(A).max()), 1e-12)
-    ax.imshow(A, cmap="RdBu_r", vmin=-limit, vmax=limit)
+    im = ax.imshow(A, cmap=cmap, vmin=-limit if symmetric else 0, vmax=limit)
     ax.set_title(title, fontsize=8)
     ax.set_xticks(range(len(col_names)), col_names, rotation=90, fontsize=6)
     ax.set_yticks(range(len(row_names)), row_names, fontsize=6)
+    ax.set_xlabel(labels[0], fontsize=7)
+    ax.set_ylabel(labels[1], fontsize=7)
+    bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    bar.ax.tick_params(labelsize=5)
+    bar.set_label(bar_label, fontsize=6)
     if A.shape[0] <= 10 and A.shape[1] <= 10:
         for (r, c), v in np.ndenumerate(A):
             if v:
-                ax.text(c, r, f"{v:.3g}", ha="center", va="center", fontsize=5)
+                dark = abs(v) > 0.6 * limit if symmetric else v < 0.5 * limit  # RdBu is dark at the ends, viridis low
+                ax.text(c, r, f"{v:.2g}", ha="center", va="center", fontsize=5, color="white" if dark else "black")
 
 
 def weights_png(net, title: str) -> bytes:
@@ -218,10 +227,11 @@ def weights_png(net, title: str) -> bytes:
     names = task.feature_names(net.d)
     blocks = list(weight_blocks(net))
     rows = len(blocks) // 4
-    fig, axes = plt.subplots(rows, 4, figsize=(10, 2.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, 4, figsize=(13, 3.3 * rows), squeeze=False, layout="constrained")
     for ax, (t, M) in zip(axes.flat, blocks):
-        _panel(ax, M, t, names, names)
-    fig.suptitle(title, fontsize=9, y=1.01)
+        _panel(fig, ax, M, t, names, names, ("input coordinate (column j of W)", "output coordinate (row i of W)"),
+               "weight W[i, j]")
+    fig.suptitle(f"{title}\neach map is W in y = W x: rows are output coordinates, columns input coordinates", fontsize=9)
     return _png(fig)
 
 
@@ -234,13 +244,15 @@ def pattern_png(patterns, j: int, title: str) -> bytes:
     panels = [(n, h, p) for n, layer in enumerate(patterns) for h, p in enumerate(layer)]
     cols = min(4, len(panels))
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
+    size = max(3.4, 0.55 * len(panels[0][2]) + 1.2)  # about 0.55 inch per cell, so the values fit
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False, layout="constrained")
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     for ax, (n, h, p) in zip(axes.flat, panels):
         L = len(p)
-        _panel(ax, p, f"layer {n} head {h}", [f"q{i}" for i in range(L)], [f"k{i}" for i in range(L)])
-    fig.suptitle(f"{title}\nattention on one example (trigger at {j})", fontsize=9, y=1.06)
+        _panel(fig, ax, p, f"layer {n} head {h}", [f"q{i}" for i in range(L)], [f"k{i}" for i in range(L)],
+               ("key k", "query i"), "attention weight a_ik", cmap="viridis", symmetric=False)
+    fig.suptitle(f"{title}\nattention on one example (trigger at {j})", fontsize=9)
     return _png(fig)
 
 

@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"sinks: interrupted; finished parts are kept in {args.out}, rerun to resume", file=sys.stderr)
         return 130
+    from empirical import published
+
+    published.write_digest(args.out, log=lambda line: print(line, file=sys.stderr))
     print(f"reproduce: {time.perf_counter() - start:.1f} s wall time", file=sys.stderr)
     missing = [name for name, status in statuses.items() if status == "missing"]
     failed = [name for name, status in statuses.items() if status == "failed"]

@@ -32,6 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", default=None, help="chain | reparam | pattern | free_pattern | scores "
                    "(default: chain for softmax / sigmoid_norm, pattern for softmax1 / sink_logit, scores otherwise)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per z3 query (hard-killed just after)")
+    p.add_argument("--rlimit", type=int, default=None, metavar="UNITS",
+                   help="z3 resource units per query (its rlimit; cvc5 with --recheck gets its rlimit-per from "
+                        "proofs.smt.recheck.CVC5_RLIMIT): the verdict is then the same on every machine and "
+                        "--timeout only a safety net; e.g. 10000000 (default: none, seconds alone)")
     p.add_argument("--emit-smt2", default=None, metavar="DIR", help="write every query as an SMT-LIB 2 file into DIR")
     p.add_argument("--covered", default="non_trigger", help="non_trigger (default) | pre_trigger")
     p.add_argument("--mean", default="inclusive", help="inclusive (reference) | exclusive")
@@ -58,14 +62,19 @@ def run(args: argparse.Namespace) -> int:
     attention.get(args.kind)  # unknown kinds: one-line error listing the valid ones
     if args.timeout <= 0:
         raise BadInput(f"--timeout must be > 0, got {args.timeout}")
+    if args.rlimit is not None and args.rlimit <= 0:
+        raise BadInput(f"--rlimit must be > 0, got {args.rlimit}")
     if args.theta is not None and not 0 < args.theta <= 1:
         raise BadInput(f"--theta must be in (0, 1], got {args.theta}")
     method = args.method or default_method(args.kind)
     inst = reference_instance(args.tokens, args.length, args.eps, covered=args.covered, mean=args.mean,
                               trigger_value=args.trigger_value, bos_value=args.bos_value,
                               max_triggers=None if args.many_triggers else 1)
+    from proofs.smt.recheck import CVC5_RLIMIT
+
     result = search_counterexample(inst, args.theta, method, args.timeout, kind=args.kind,
-                                   emit_smt2=args.emit_smt2, sink_cap=args.sink_cap, recheck_with=args.recheck)
+                                   emit_smt2=args.emit_smt2, sink_cap=args.sink_cap, recheck_with=args.recheck,
+                                   rlimit=args.rlimit, recheck_rlimit=CVC5_RLIMIT if args.rlimit else None)
     print(inst.describe())
     question = f"BOS mass < {args.theta} at some covered non-trigger query" if args.theta is not None else \
         "any head solving the instance" + (f" with BOS mass <= {args.sink_cap}" if args.sink_cap is not None else "")
@@ -90,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     record = {"search": result.summary(), "provenance": provenance(
         {"kind": args.kind, "tokens": args.tokens, "length": args.length, "eps": str(args.eps),
          "theta": None if args.theta is None else str(args.theta), "method": method, "timeout": args.timeout,
+         "rlimit": args.rlimit,
          "covered": args.covered, "mean": args.mean, "trigger_value": args.trigger_value,
          "bos_value": args.bos_value, "many_triggers": args.many_triggers,
          "sink_cap": None if args.sink_cap is None else str(args.sink_cap), "recheck": args.recheck}, None, "cpu")}

@@ -21,6 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tol", type=float, default=5e-3, help="stop when the batch's max-abs error is below this")
     p.add_argument("--eval-sequences", type=int, default=1000, help="evaluation sequences (trigger fixed)")
     p.add_argument("--eval-trigger", type=int, default=7, help="trigger position of the evaluation sequences")
+    p.add_argument("--bound-sequences", type=int, default=None,
+                   help="evaluation sequences the certified bound is computed on (default: all of them for one "
+                        "head; the first 200 with several heads or layers, where a head's bound is mostly vacuous)")
     p.add_argument("--log-every", type=int, default=100, help="steps between history points")
     p.add_argument("--device", default="auto", help="auto (CUDA if available, else CPU), cpu, cuda, cuda:N")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -37,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     config = TrainConfig(kind=args.kind, d=args.d, L=args.L, layers=args.layers, heads=args.heads, lr=args.lr,
                          batch=args.batch, tol=args.tol, max_steps=args.max_steps, seeds=tuple(args.seeds),
                          eval_sequences=args.eval_sequences, eval_trigger=args.eval_trigger,
+                         bound_sequences=args.bound_sequences,
                          log_every=args.log_every)
     device = devices.resolve_device(args.device)
     out = Path(args.out or f"results/train/{config.kind}-{config.layers}x{config.heads}.json")
@@ -44,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
         from constructions.errors import BadInput
 
         raise BadInput(f"--out {out} is a folder, not a file")
-    devices.use_training_threads()
     summary = train(config, device=device, quiet=args.quiet)
     files.write_json(out, summary)
     _print(summary)
@@ -59,6 +62,7 @@ def _print(summary: dict) -> None:
     c, t = summary["config"], summary["timing"]
     print(f"{c['kind']} {c['layers']}x{c['heads']}: {len(c['seeds'])} seed(s), {t['ensemble_steps']} ensemble steps "
           f"in {t['seconds']:.1f} s ({t['steps_per_second']:.1f} steps/s)")
+    print(f"  time: {_split_line(t)}")
     for m in summary["members"]:
         masses = " ".join(f"{e['bos_nontrigger_mean']:.4f}" for layer in m["layers"] for e in layer)
         state = f"stopped at step {m['steps']}" if m["converged"] else f"NOT converged (cap {m['steps']})"
@@ -68,6 +72,16 @@ def _print(summary: dict) -> None:
         if c["layers"] == 1 and "bound" in head:
             line += f"; certified bound mean {head['bound']['bound_mean']:.6f} (min {head['bound']['bound_min']:.6f})"
         print(line)
+
+
+def _split_line(timing: dict) -> str:
+    """Where the run's time went (wall / CPU seconds per phase) and the machine's load."""
+    from empirical.usage import describe
+
+    split = timing.get("split", {})
+    phases = ", ".join(f"{name} {v['wall_s']:.1f} / {v['cpu_s']:.1f} s" for name, v in split.items())
+    total = timing.get("total")
+    return f"{phases} (wall / CPU); in all {describe(total)}" if total else phases
 
 
 def _figures(summary: dict, folder: Path) -> list[Path]:

@@ -26,12 +26,15 @@ What "prediction held" means (``predict``):
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from constructions import abstaining_heads, attention
 from constructions.errors import BadInput
+
+from .beyond_claims import construction_claim, kind_claim, variant_claim
 
 SINK = 0.9  # BOS mass above which a run counts as sinking
 NO_SINK = 0.01  # BOS mass below which a run counts as not sinking
@@ -124,10 +127,26 @@ def predict(kind: str, variant: str, shape: tuple[int, int] = (1, 1)) -> tuple[s
     return "no sink needed (reported: training may still use BOS)", None
 
 
+def judged_phrase(kind: str, variant: str, shape: tuple[int, int]) -> str:
+    """What ``predict(kind, variant, shape)`` checks, worded as a claim (``beyond_claims.kind_claim``)."""
+    k = attention.get(kind)
+    where = "" if shape == (1, 1) else f" in {shape[0]}x{shape[1]}"
+    if variant == "no_bos":
+        if k.normalised:
+            return "without BOS no seed reaches the stop rule (no content-free key to park on)"
+        if kind in DIVIDES_BY_POSITION:
+            return (f"without BOS no seed reaches the stop rule and position 0 gets < {NO_SINK}: the divisor "
+                    "max(i, 1) counts position 0 as BOS, a reason unrelated to sinks")
+        return "without BOS training reaches the stop rule in some seed (the row's mass can go nowhere)"
+    if k.normalised:
+        return f"with BOS{where} {'some head' if where else 'the head'} sinks (BOS mass > {SINK}) in every seed"
+    return f"with BOS{where} no seed sinks (BOS mass < {NO_SINK})"
+
+
 SMT_INSTANCE = "K=2, length 3, eps=1/100, theta=1/2"
 
 
-def smt_verdict(kind: str, smt_kinds: dict[str, dict]) -> str:
+def smt_cell(kind: str, smt_kinds: dict[str, dict]) -> str:
     """The smt part's verdict for ``kind`` (read from its saved ``smt.json``), in words."""
     r = smt_kinds.get(kind)
     if r is None:
@@ -141,7 +160,7 @@ def stored_smt_kinds(results_dir: Path) -> dict[str, dict]:
     path = Path(results_dir) / "smt.json"
     try:  # sinks reproduce keeps a part's extra output under "details"
         return dict(json.loads(path.read_text())["details"].get("kinds", {}))
-    except (FileNotFoundError, json.JSONDecodeError, AttributeError, KeyError, TypeError):
+    except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):
         return {}
 
 
@@ -172,7 +191,7 @@ def construction_cell(kind: str, constructions: dict[str, dict]) -> str:
     if kind in constructions:
         c = constructions[kind]
         p = c["curve"][-1]
-        verdict = "verified exactly" if c["verified"] else "FAILED"
+        verdict = "verified exactly" if c["verified"] else "failed"
         return (f"{verdict}: every weight -> target as gap -> oo (L={c['limit_L']}); certified at gap "
                 f"{p['gap']:g}, L=16: error <= {p['max_error']:.1e}, BOS mass <= {p['max_bos_mass']:.1e}")
     if kind in abstaining_heads.CONSTRUCTIONS:
@@ -190,32 +209,55 @@ def tradeoff_figure(results_dir: Path, constructions: dict[str, dict]) -> str | 
     """Error and BOS mass against the gap for every abstaining head, next to the softmax
     sufficiency head (whose error is 1 - BOS mass): the no-sink trade-off at a glance."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib  # noqa: F401
     except ImportError:  # pragma: no cover
         return None
-    from constructions import softmax_head
     from empirical.figures import save_png
 
-    fig, (ax_err, ax_bos) = plt.subplots(1, 2, figsize=(10, 4))
-    for name, c in constructions.items():
-        gaps = [p["gap"] for p in c["curve"]]
-        ax_err.semilogy(gaps, [p["max_error"] for p in c["curve"]], marker="o", label=name)
-        ax_bos.semilogy(gaps, [max(p["max_bos_mass"], 1e-17) for p in c["curve"]], marker="o", label=name)
+    name = "beyond_tradeoff.png"
+    save_png(tradeoff_plot(constructions), Path(results_dir) / name)
+    return name
+
+
+def tradeoff_plot(constructions: dict[str, dict]):
+    """The figure of ``tradeoff_figure``; an exact 0 (softpick's BOS mass) has no place on a log
+    axis, so it is drawn on a marked line of its own below the smallest positive value."""
+    from constructions import softmax_head
+    from empirical.figures import _plt
+
+    plt = _plt()
+    fig, (ax_err, ax_bos) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
+    markers = ("o", "s", "^", "D", "v", "P", "X")
+    curves = [(name, c["curve"], m) for (name, c), m in zip(constructions.items(), markers * 2)]
+    for ax, key in ((ax_err, "max_error"), (ax_bos, "max_bos_mass")):
+        values = [p[key] for _, curve, _ in curves for p in curve]
+        if any(v == 0 for v in values):  # a symlog axis has a real 0, linear just below the smallest value
+            smallest = min((v for v in values if v > 0), default=1.0)
+            low = math.floor(math.log10(smallest)) - 1
+            ax.set_yscale("symlog", linthresh=10.0 ** low, linscale=0.4)
+            ticks = [0.0] + [10.0 ** k for k in range(low + 2, 1, 2)]
+            ax.set_yticks(ticks, ["0 (exact)"] + [f"$10^{{{k}}}$" for k in range(low + 2, 1, 2)])
+            ax.set_ylim(-10.0 ** low, 5)
+            ax.axhline(0, color="grey", lw=0.6, ls=":")
+        else:
+            ax.set_yscale("log")
+        for name, curve, marker in curves:
+            positive = [p for p in curve if p[key] > 0]
+            line, = ax.plot([p["gap"] for p in positive], [p[key] for p in positive], marker=marker, label=name,
+                            fillstyle="none", markersize=7)
+            zeros = [p["gap"] for p in curve if p[key] == 0]
+            if zeros:
+                ax.plot(zeros, [0.0] * len(zeros), marker=marker, ls="none", color=line.get_color(), markersize=8,
+                        label=f"{name}: exactly 0")
     gaps = [p["gap"] for p in next(iter(constructions.values()))["curve"]]
-    ax_err.semilogy(gaps, [float(softmax_head.max_error(g, 16)) for g in gaps], "k--", label="softmax (BOS sink)")
-    ax_bos.semilogy(gaps, [float(softmax_head.bos_mass(g, 15)) for g in gaps], "k--",
+    ax_err.plot(gaps, [float(softmax_head.max_error(g, 16)) for g in gaps], "k--", lw=1, label="softmax (BOS sink)")
+    ax_bos.plot(gaps, [float(softmax_head.bos_mass(g, 15)) for g in gaps], "k--", lw=1,
                     label="softmax: min non-trigger BOS mass (-> 1)")
     ax_err.set(xlabel="gap g", ylabel="certified worst-case max-abs error (L=16)", title="error")
     ax_bos.set(xlabel="gap g", ylabel="max BOS mass at queries >= 1", title="BOS mass")
-    ax_err.legend(fontsize=8)
-    ax_bos.legend(fontsize=8)
-    fig.tight_layout()
-    name = "beyond_tradeoff.png"
-    save_png(fig, Path(results_dir) / name)
-    return name
+    ax_err.legend(fontsize=7, loc="lower left")
+    ax_bos.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
 
 
 # ----------------------------------------------------------------------------------------
@@ -225,13 +267,22 @@ def tradeoff_figure(results_dir: Path, constructions: dict[str, dict]) -> str | 
 def train_all(results_dir: Path, plan_list: list[Plan], device: str) -> dict[tuple, dict]:
     """Run every job (finished ones are reused from ``results_dir/runs/beyond``); returns
     {(kind, variant, layers, heads): summary}."""
-    from empirical import beyond
+    from empirical import beyond, progress
+    from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
     jobs = [job for plan in plan_list for job in plan.jobs()]
     # one job per owned core (each job sets one torch thread itself); finished runs are reused
     backend = "serial" if device != "cpu" or len(jobs) == 1 else "process"
-    outcome = run_sweep(jobs, Path(results_dir) / "runs" / "beyond", backend=backend, device=device)
+    out_dir = Path(results_dir) / "runs" / "beyond"
+    # progress: on a terminal redrawn, in a log one line per finished run (planned cost: the step
+    # cap times the heads, a rough relative figure for the ETA)
+    board = progress.Board(out_dir, [(j.run_id, f"{j.config.kind} {j.config.variant} {j.config.layers}x"
+                                      f"{j.config.heads}", j.config.max_steps, j.config.max_steps,
+                                      float(j.config.max_steps * j.config.layers * j.config.heads)) for j in jobs],
+                           1 if backend == "serial" else owned_cores(), title="beyond")
+    outcome = run_sweep(jobs, out_dir, backend=backend, device=device, on_event=board.event, on_wait=board.poll)
+    board.close()
     if outcome.failed:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
     out = {}
@@ -265,43 +316,23 @@ def kind_rows(runs: dict, constructions: dict, kinds: tuple[str, ...] | None = N
     for kind in kinds or attention.names():
         ref, nob = runs.get((kind, "reference", 1, 1)), runs.get((kind, "no_bos", 1, 1))
         multi = runs.get((kind, "reference", 2, 2))
-        checks = [_held(kind, "reference", (1, 1), ref), _held(kind, "no_bos", (1, 1), nob),
-                  _held(kind, "reference", (2, 2), multi)]
-        trained = any(c is not None for c in checks)  # else only the construction judged it
+        checks = [(v, shape, _held(kind, v, shape, s)) for v, shape, s in
+                  (("reference", (1, 1), ref), ("no_bos", (1, 1), nob), ("reference", (2, 2), multi))]
+        judged = [(v, shape, held == "yes", judged_phrase(kind, v, shape)) for v, shape, held in checks
+                  if held is not None]
+        verdicts = [held for _, _, held in checks if held is not None]
         if kind in constructions:
-            checks.append("yes" if constructions[kind]["verified"] else "NO")
-        judged = [c for c in checks if c is not None]
-        held = "—" if not judged else ("yes" if all(c == "yes" for c in judged) else "NO")
+            verdicts.append("yes" if constructions[kind]["verified"] else "NO")
+        held = "—" if not verdicts else ("yes" if all(c == "yes" for c in verdicts) else "NO")
         rows.append([
-            kind, attention.get(kind).prediction, construction_cell(kind, constructions), smt_verdict(kind, smt_kinds or {}),
+            kind, attention.get(kind).prediction, construction_cell(kind, constructions), smt_cell(kind, smt_kinds or {}),
             _sink_cell(ref), "—" if ref is None else f"{ref['row_mass_mean']:.4f}", _run_cell(ref),
             "—" if nob is None else f"{_run_cell(nob)}; pos-0 mass {nob['sink_mean']:.3f}",
             "—" if multi is None else f"{_sink_cell(multi)}; {_run_cell(multi)}", held,
         ])
-        if judged:
-            claims.append(_kind_claim(kind, held, trained, ref, nob, multi, constructions.get(kind)))
+        if verdicts:
+            claims.append(kind_claim(kind, judged, ref, nob, multi, constructions.get(kind)))
     return rows, claims
-
-
-def _kind_claim(kind, held, trained, ref, nob, multi, construction) -> dict:
-    parts = []
-    if ref is not None:
-        parts.append(f"with BOS: BOS mass mean {ref['sink_mean']:.4f}, min {ref['sink_min']:.4f} over "
-                     f"{ref['seeds']} seeds, error {ref['error_max']:.2g}")
-    if nob is not None:
-        parts.append(f"no BOS: {nob['converged']}/{nob['seeds']} seeds reach the stop rule, error median "
-                     f"{nob['error_median']:.2g}")
-    if multi is not None:
-        parts.append(f"2x2: largest-head BOS mass min {multi['sink_min']:.4f}")
-    if construction is not None:
-        p = construction["curve"][-1]
-        parts.append(f"construction error <= {p['max_error']:.1e} with BOS mass <= {p['max_bos_mass']:.1e} at gap {p['gap']:g}")
-    # A prediction judged by training alone (or with the construction) is "observed"; judged
-    # only by a verified construction (quick mode trains nothing for this kind) it is not.
-    verdict = ("observed" if trained else "verified exactly") if held == "yes" else "refuted"
-    return {"claim": f"{kind}: {attention.get(kind).prediction}", "verdict": verdict,
-            "evidence": "; ".join(parts), "test": f"{TEST}", "command": "sinks beyond --kinds " + kind,
-            "figures": []}
 
 
 def variant_rows(runs: dict) -> tuple[list[list[str]], list[dict]]:
@@ -314,11 +345,7 @@ def variant_rows(runs: dict) -> tuple[list[list[str]], list[dict]]:
         rows.append([variant, f"{kind} {layers}x{heads}", text, _sink_cell(s), f"{s['error_median']:.2g} / {s['error_max']:.2g}",
                      f"{s['converged']}/{s['seeds']}", f"{s['steps_mean']:.0f}", held])
         if check is not None:
-            claims.append({"claim": f"{kind} on variant {variant}: {text}", "verdict": "observed" if held == "yes" else "refuted",
-                           "evidence": f"BOS (position-0) mass mean {s['sink_mean']:.4f}, min {s['sink_min']:.4f} over "
-                                       f"{s['seeds']} seeds; error median {s['error_median']:.2g}, max {s['error_max']:.2g}; "
-                                       f"{s['converged']}/{s['seeds']} reach the stop rule",
-                           "test": TEST, "command": f"sinks beyond --kinds {kind} --variants {variant}", "figures": []})
+            claims.append(variant_claim(kind, variant, (layers, heads), text, held == "yes", s))
     return rows, claims
 
 
@@ -341,20 +368,7 @@ def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
     runs = train_all(results_dir, plans(quick), device)
     k_rows, k_claims = kind_rows(runs, constructions, smt_kinds=stored_smt_kinds(results_dir))
     v_rows, v_claims = variant_rows(runs)
-    claims = []
-    for name, c in constructions.items():
-        p = c["curve"][-1]
-        claims.append({
-            "claim": f"a {name} head solves the single-layer task with no sink ({c['summary']})",
-            "verdict": "verified exactly" if c["verified"] else "failed",
-            "evidence": (f"sympy: all {c['weights_checked']} distinct weights tend to their targets as gap -> oo "
-                         f"(L={c['limit_L']}, every trigger position); mpmath.iv over all inputs of length 16: "
-                         + ", ".join(f"gap {q['gap']:g}: error <= {q['max_error']:.1e}, BOS <= {q['max_bos_mass']:.1e}"
-                                     for q in c["curve"][::max(1, len(c["curve"]) // 3)])
-                         + f"; at gap {p['gap']:g}: error <= {p['max_error']:.1e}"),
-            "test": "tests/test_abstaining_heads.py", "command": "sinks reproduce --only beyond",
-            "figures": [figure] if figure else [],
-        })
+    claims = [construction_claim(name, c, figure) for name, c in constructions.items()]
     claims += k_claims + v_claims
     return {
         "claims": claims,

@@ -100,18 +100,23 @@ def _length_figure(results_dir: Path, records: list[dict]) -> str:
 
     from ..commands.construct import _png
 
-    fig, ax = plt.subplots(figsize=(5, 3.4))
-    for name in dict.fromkeys(r["construction"] for r in records):
+    fig, ax = plt.subplots(figsize=(6, 4))
+    # curves that coincide (the ReLU head and its stack; softmax and the cancelling pair) stay
+    # distinguishable by marker, fill and line style
+    styles = [("o", "-", "full"), ("s", "--", "none"), ("^", "-", "full"), ("D", ":", "none"), ("v", "-.", "none")]
+    for (marker, line, fill), name in zip(styles * 2, dict.fromkeys(r["construction"] for r in records)):
         rs = [r for r in records if r["construction"] == name]
-        ax.plot([r["L"] for r in rs], [max(r["max_abs_error"], 1e-17) for r in rs], "o-", label=f"{name} (float64)")
+        ax.plot([r["L"] for r in rs], [max(r["max_abs_error"], 1e-17) for r in rs], marker=marker, ls=line,
+                fillstyle=fill, markersize=7 if fill == "none" else 5, label=f"{name} (float64)")
     soft = [r for r in records if r["construction"].startswith("softmax")]
-    ax.plot([r["L"] for r in soft], [r["closed_form_bound"] for r in soft], "k--", label="softmax closed-form bound")
+    ax.plot([r["L"] for r in soft], [r["closed_form_bound"] for r in soft], "k", lw=0.8, ls=(0, (6, 3)),
+            label="softmax closed-form bound (L-1)/(e^10+L-1)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length L (reference 16)")
     ax.set_ylabel("max |output - target|")
     ax.set_title(f"explicit constructions at d = {D_FLOAT}: length generalisation", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center right")
     name = "constructions_length.png"
     data = _png(fig)
     write_atomic(results_dir / name, lambda f: f.write(data), mode="wb")
@@ -140,7 +145,7 @@ def _multihead_claims(exact: dict) -> list[dict]:
     pair = exact["cancelling"] + exact["cancelling-stack"]
     interp = exact["interpolating"]
     return [
-        {"claim": "T2 refuted (H >= 2, non-trigger): two softmax heads (BOS scored -+beta at the trigger only, "
+        {"id": "t2_cancelling", "claim": "T2 refuted (H >= 2, non-trigger): two softmax heads (BOS scored -+beta at the trigger only, "
                   "W_O = [I, -I]) cancel exactly off the trigger; error -> 0 as beta -> oo while no head puts more "
                   "than 1/2 on BOS at any non-trigger query; also inside a residual stack whose second layer has W_O = 0",
          "verdict": _verdict(pair),
@@ -148,13 +153,13 @@ def _multihead_claims(exact: dict) -> list[dict]:
              f"{v.construction}, {_describe(v)} (evaluator = closed forms in Q(e^beta), error 0 off the trigger; "
              f"worst case {v.details['closed_form_worst_error']:.3g} certified); BOS mass <= 1/2 off the trigger, "
              f"head 2 at the trigger {v.details['max_bos_mass_at_trigger']:.6f}" for v in pair),
-         "test": f"{TEST}::test_cancelling_pair_is_exact_in_q_e_beta", "command": "sinks construct cancelling --beta 10",
+         "test": "tests/test_cancelling_heads.py::test_cancelling_pair_is_exact_in_q_e_beta", "command": "sinks construct cancelling --beta 10",
          "figures": []},
-        {"claim": "Question (a) refuted: softmax heads that solve the task with error exactly 0 and no BOS mass near 1 "
+        {"id": "question_a_interpolating", "claim": "Question (a) refuted: softmax heads that solve the task with error exactly 0 and no BOS mass near 1 "
                   "at any query i >= 1, the trigger included (two heads at L = 4, L - 1 heads at any L)",
          "verdict": _verdict(interp),
          "evidence": "; ".join(f"{v.construction}, {_describe(v)} (sympy, output = target exactly)" for v in interp),
-         "test": f"{TEST}::test_interpolating_heads_have_zero_error", "command": "sinks construct interpolating --L 4",
+         "test": "tests/test_cancelling_heads.py::test_interpolating_heads_have_zero_error", "command": "sinks construct interpolating --L 4",
          "figures": []},
     ]
 
@@ -186,20 +191,20 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
     relu_float_ok, soft_float_ok, cancel_float_ok = float_checks_pass(records)
     softmax = exact["softmax"]
     claims = [
-        {"claim": "T3: the explicit ReLU head solves the single-layer task with zero error on every input "
+        {"id": "t3_relu_exact", "claim": "T3: the explicit ReLU head solves the single-layer task with zero error on every input "
                   "and zero attention on BOS at every query (exhaustive exact check)",
          "verdict": _verdict(exact["relu"]),
          "evidence": "Fractions, contents in {-1, 0, 1/2, 1}, every trigger position: "
                      + "; ".join(_describe(v) for v in exact["relu"]),
          "test": f"{TEST}::test_relu_head_is_exact_and_sink_free", "command": "sinks construct relu",
          "figures": figures["relu"]},
-        {"claim": "T3 (residual): the ReLU head as layer 0 of a residual stack whose other heads and layers "
+        {"id": "t3_relu_stack", "claim": "T3 (residual): the ReLU head as layer 0 of a residual stack whose other heads and layers "
                   "have zero output maps solves the residual task exactly",
          "verdict": _verdict(exact["relu-stack"]),
          "evidence": "; ".join(f"{v.construction}, " + _describe(v) for v in exact["relu-stack"]),
          "test": f"{TEST}::test_relu_stack_solves_residual_task", "command": "sinks construct relu --layers 2 --heads 2",
          "figures": []},
-        {"claim": "Sufficiency: the softmax head with BOS logit gap beta has BOS mass e^b/(e^b+i) at non-trigger "
+        {"id": "sufficiency_exact", "claim": "Sufficiency: the softmax head with BOS logit gap beta has BOS mass e^b/(e^b+i) at non-trigger "
                   "queries, e^-b/(e^-b+j) at the trigger, and max error max((L-1)/(e^b+L-1), e^-b/(2+e^-b))",
          "verdict": _verdict(softmax),
          "evidence": "; ".join(
@@ -209,7 +214,7 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
              f"<= {v.details['max_bos_mass_at_trigger']:.3g} at it" for v in softmax),
          "test": f"{TEST}::test_softmax_head_matches_closed_forms", "command": "sinks construct softmax --beta 10",
          "figures": figures["softmax"]},
-        {"claim": "Sufficiency (trade-off): for the softmax family the error at a non-trigger query before the "
+        {"id": "sufficiency_tradeoff", "claim": "Sufficiency (trade-off): for the softmax family the error at a non-trigger query before the "
                   "trigger equals 1 - BOS mass exactly, so it vanishes only as the BOS mass tends to 1",
          "verdict": "proved" if trade.holds else "failed",
          "evidence": (f"sympy, symbolic beta, i, L: content-flag error - (1 - a_i0) simplifies to 0: "
@@ -218,7 +223,7 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
                       f"max error -> {trade.max_error_limit}, trigger BOS mass -> {trade.trigger_bos_mass_limit}"),
          "test": f"{TEST}::test_trade_off_error_vanishes_only_with_sink", "command": "sinks construct softmax --beta 10",
          "figures": []},
-        {"claim": f"Length generalisation: the same weights in the torch model (float64, d = {D_FLOAT}) at "
+        {"id": "length_float", "claim": f"Length generalisation: the same weights in the torch model (float64, d = {D_FLOAT}) at "
                   f"L = {', '.join(map(str, LENGTHS))}",
          "verdict": "verified numerically" if relu_float_ok and soft_float_ok and cancel_float_ok else "failed",
          "evidence": (f"ReLU max |error|: {floats('relu')} (BOS weight 0); residual 2x2: {floats('relu-stack 2x2')}; "

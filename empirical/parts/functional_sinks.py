@@ -97,6 +97,7 @@ def figure(results_dir: Path, ablations: dict) -> str | None:
 
 def claims(ablations: dict, figure_name: str | None) -> list[dict]:
     from empirical.ablation import FUNCTIONAL_INCREASE
+    from empirical.metrics import STACK_SINK_MASS
 
     out = []
     for (kind, layers, heads), a in ablations.items():
@@ -105,13 +106,16 @@ def claims(ablations: dict, figure_name: str | None) -> list[dict]:
         rows = a["rows"]
         seeds = sorted({r["seed"] for r in rows})
         relied = [f"L{n}H{h}" for (n, h), rs in _head_rows(rows).items() if any(r["removed_functional"] for r in rs)]
-        sinking = [f"L{n}H{h}" for (n, h), rs in _head_rows(rows).items() if statistics.fmean(r["bos_mass"] for r in rs) > 0.9]
+        sinking = [f"L{n}H{h}" for (n, h), rs in _head_rows(rows).items()
+                   if statistics.fmean(r["bos_mass"] for r in rs) > STACK_SINK_MASS]
         worst = max(rows, key=lambda r: r["removed_increase"])
         out.append({
+            "id": f"functional_{kind}_{layers}x{heads}",
             "claim": f"Functional sinks in the trained {kind} {layers}x{heads} run: which heads' BOS attention the model "
                      f"relies on (error increase > {FUNCTIONAL_INCREASE:g} when removed)",
             "verdict": "observed",
-            "evidence": (f"seeds {seeds}: heads relied on (some seed) {relied or 'none'}; heads with BOS mass > 0.9 "
+            "evidence": (f"seeds {seeds}: heads relied on in at least one seed {relied or 'none'}; heads whose "
+                         f"non-trigger BOS mass, averaged over the {len(seeds)} seeds, is > {STACK_SINK_MASS}: "
                          f"{sinking or 'none'}; largest increase {worst['removed_increase']:.3g} (L{worst['layer']}H{worst['head']}, "
                          f"seed {worst['seed']}, BOS mass {worst['bos_mass']:.3f}); value zeroed functional in "
                          f"{sum(r['value_zeroed_functional'] for r in rows)} of {len(rows)} head-seeds"),

@@ -11,21 +11,25 @@ from pathlib import Path
 
 TEST = "tests/test_proofs.py"
 
-# (claim, the statement that states it, test); the statements whose verdicts decide a claim are
-# that statement and everything it cites, transitively (``proofs.registry.dependencies``).
+# (id, claim, the statement that states it, its evidence lines' prefix, tests); the statements
+# whose verdicts decide a claim are that statement and everything it cites, transitively
+# (``proofs.registry.dependencies``). T1's parts (a), (b), (c) are one statement; each claim's
+# evidence is that part's own steps and family figures (evidence lines starting "(a)", ...).
+PROVED = f"{TEST}::test_statement_is_proved"
 CLAIMS = (
-    ("T1(a): a single softmax head with worst-case error eta <= 1/12 puts >= 1 - 12 eta/(5 - 12 eta) on BOS "
-     "at every query before the trigger (d >= 4, L >= 4)", "t1_single_layer_sink",
-     "test_statement_is_proved[t1_single_layer_sink]"),
-    ("T1(b): with L >= 5 and eta <= 1/120, every non-trigger query (after the trigger too) puts "
+    ("t1a", "T1(a): a single softmax head with worst-case error eta <= 1/12 puts >= 1 - 12 eta/(5 - 12 eta) on BOS "
+     "at every query before the trigger (d >= 4, L >= 4)", "t1_single_layer_sink", "(a)",
+     (f"{PROVED}[t1_single_layer_sink]", "tests/test_proof_properties.py::test_t1_holds_on_perturbed_heads")),
+    ("t1b", "T1(b): with L >= 5 and eta <= 1/120, every non-trigger query (after the trigger too) puts "
      ">= 1 - 4 eta/(m_r(eta) + 2 eta) on BOS, m_r = 1 - 6 eta - 8 eta (1 + 48 eta)/(1 - 96 eta)",
-     "t1_single_layer_sink", "test_statement_is_proved[flag_sum_lower_bound]"),
-    ("T1(c): no softmax head solves the task with error 0", "t1_single_layer_sink",
-     "test_statement_is_proved[t1_single_layer_sink]"),
-    ("T3: the ReLU head solves the task exactly (symbolic j, L) with zero BOS weight; its residual stack too",
-     "relu_construction_exact", "test_statement_is_proved[relu_construction_exact]"),
-    ("Sufficiency: the softmax family's error at non-trigger queries is exactly 1 - BOS mass and -> 0 only as "
-     "beta -> oo", "softmax_family_limits", "test_statement_is_proved[softmax_family_limits]"),
+     "t1_single_layer_sink", "(b)",
+     (f"{PROVED}[t1_single_layer_sink]", "tests/test_proof_properties.py::test_t1_holds_on_perturbed_heads")),
+    ("t1c", "T1(c): no softmax head solves the task with error 0", "t1_single_layer_sink", "(c)",
+     (f"{PROVED}[t1_single_layer_sink]",)),
+    ("t3", "T3: the ReLU head solves the task exactly (symbolic j, L) with zero BOS weight; its residual stack too",
+     "relu_construction_exact", "", (f"{PROVED}[relu_construction_exact]",)),
+    ("sufficiency", "Sufficiency: the softmax family's error at non-trigger queries is exactly 1 - BOS mass and "
+     "-> 0 only as beta -> oo", "softmax_family_limits", "", (f"{PROVED}[softmax_family_limits]",)),
 )
 
 
@@ -52,20 +56,54 @@ STATEMENT_CLAIMS = (
 def _statement_claim(v, claim: str) -> dict:
     evidence = next((e for e in reversed(v.evidence) if e.startswith(("counterexample", "did not close"))),
                     v.evidence[-1] if v.evidence else "")
-    return {"claim": claim, "verdict": v.status, "evidence": evidence,
+    if v.kernel is not None:
+        evidence = f"{v.label}: {evidence}"
+    return {"id": v.name, "claim": claim, "verdict": v.status, "evidence": evidence,
             "test": f"{TEST}::test_statement_has_its_expected_verdict[{v.name}]",
             "command": f"sinks prove {v.name}", "figures": []}
 
 
-def _claim_from(verdicts: dict, claim: str, statement: str, test: str) -> dict:
+def _own_evidence(v, prefix: str) -> list[str]:
+    """The statement's evidence lines of one part ("(a)", ...), with the family figures that part
+    is checked against (f_pre for (a), f_all for (b)); all of it without a prefix."""
+    argued = "not checked (argued): "
+    if not prefix:
+        steps = [e for e in v.evidence if not e.startswith("cites ")]
+        n_argued = sum(e.startswith(argued) for e in steps)
+        return [f"{len(steps) - n_argued} steps checked, {n_argued} argued (not checked)"]
+    own = [e.removeprefix(f"{prefix} ") for e in v.evidence if e.startswith(prefix)]
+    own += [f"argued (not checked): {e.removeprefix(f'{argued}{prefix} ')}" for e in v.evidence
+            if e.startswith(f"{argued}{prefix}")]
+    bound, ratio = {"(a)": ("f_pre", "pre_ratio"), "(b)": ("f_all", "after_ratio")}.get(prefix, (None, None))
+    if bound:  # the same family rows the statement's check compares with f
+        from proofs.t1_single_layer_sink import FAMILY_BETAS, FAMILY_L, family_table
+
+        ratios = [r[ratio] for r in family_table(FAMILY_BETAS) if ratio in r]
+        own.append(f"softmax family at L = {FAMILY_L}: (1 - a)/{bound} = {min(ratios):.3f}-{max(ratios):.3f} over "
+                   f"{len(ratios)} values of beta in the range of {prefix} (the bound holds, loose by "
+                   f"{1 / max(ratios):.1f}x at best)")
+    return own
+
+
+def _claim_from(verdicts: dict, key: str, claim: str, statement: str, prefix: str, tests: tuple[str, ...]) -> dict:
     from proofs.registry import dependencies
 
     names = dependencies(statement)
     statuses = {n: verdicts[n].status for n in names}
     verdict = "proved" if all(s == "proved" for s in statuses.values()) else (
         "refuted" if statuses[statement] == "refuted" else "unknown")
-    evidence = "; ".join(f"{n}: {s} ({verdicts[n].seconds:.2f} s)" for n, s in statuses.items())
-    return {"claim": claim, "verdict": verdict, "evidence": evidence, "test": f"{TEST}::{test}",
+    lemmas = [n for n in names if n != statement]
+    proved = [n for n in lemmas if statuses[n] == "proved"]
+    cited = (f"cited lemmas proved in this run: {len(proved)}/{len(lemmas)}"
+             + ("" if len(proved) == len(lemmas) else
+                f" (not proved: {', '.join(f'{n} {statuses[n]}' for n in lemmas if n not in proved)})"))
+    if any(verdicts[n].kernel is not None for n in lemmas):
+        cited += f"; kernel-checked by Coq: {sum(verdicts[n].kernel == 'coq' for n in lemmas)}/{len(lemmas)}"
+    evidence = "; ".join([f"{statement}: {verdicts[statement].label} ({verdicts[statement].seconds:.2f} s)",
+                          *_own_evidence(verdicts[statement], prefix), cited] if lemmas else
+                         [f"{statement}: {verdicts[statement].label} ({verdicts[statement].seconds:.2f} s)",
+                          *_own_evidence(verdicts[statement], prefix)])
+    return {"id": key, "claim": claim, "verdict": verdict, "evidence": evidence, "test": ", ".join(tests),
             "command": f"sinks prove {statement}", "figures": []}
 
 
@@ -73,9 +111,10 @@ def claims_for(verdicts: dict) -> list[dict]:
     """The part's claims from the verdicts at hand (a claim whose statements did not all run is left out)."""
     from proofs.registry import dependencies
 
-    claims = [_claim_from(verdicts, *c) for c in CLAIMS if all(n in verdicts for n in dependencies(c[1]))]
+    claims = [_claim_from(verdicts, *c) for c in CLAIMS if all(n in verdicts for n in dependencies(c[2]))]
     if "t1_single_layer_sink" in verdicts:
         claims.append({
+            "id": "t1_after_trigger_L4",
             "claim": "T1 after the trigger when L = 4 (only trigger positions 2 and 3)", "verdict": "unknown",
             "evidence": "not covered: the trigger row's ratio rho is not pinned by two trigger positions, and the "
                         "bound on the trigger's image carries eta * B/C (proofs/README.md)",
@@ -105,12 +144,34 @@ def family_table_for_report(quick: bool) -> dict:
     }
 
 
+def kernel_table(verdicts: dict, report) -> dict:
+    """Per statement with a Coq twin: its verdict, the kernel check and the Coq theorems."""
+    from proofs.coq.twins import TWINS
+
+    rows = [[name, v.label, v.kernel, ", ".join(TWINS[name])] for name, v in verdicts.items() if v.kernel is not None]
+    return {"title": "Kernel check: the statements with a Coq twin (proofs/coq)",
+            "columns": ["statement", "verdict", "kernel", "Coq theorems"], "rows": rows,
+            "note": report.summary() + ("; Print Assumptions of the main theorems lists only "
+                                        + ", ".join(report.to_dict()["allowed_axioms"]) if report.ok else "")}
+
+
+def kernel_record(verdicts: dict) -> tuple[list[dict], dict | None]:
+    """The kernel table and the report of the run's Coq check ([], None when no twin ran)."""
+    from proofs.coq.kernel import default_report
+
+    if not any(v.kernel is not None for v in verdicts.values()):
+        return [], None
+    report = default_report()  # the run's own check, cached: nothing is compiled again
+    return [kernel_table(verdicts, report)], report.to_dict()
+
+
 def run(results_dir: Path, quick: bool, device: str) -> dict:
     from proofs import registry
 
     verdicts = {v.name: v for v in registry.run()}
-    return {"claims": claims_for(verdicts), "tables": [family_table_for_report(quick)],
-            "verdicts": [v.to_dict() for v in verdicts.values()]}
+    tables, kernel = kernel_record(verdicts)
+    return {"claims": claims_for(verdicts), "tables": [family_table_for_report(quick)] + tables,
+            "verdicts": [v.to_dict() for v in verdicts.values()], "kernel": kernel}
 
 
 def _fmt(row: dict, key: str, digits: int = 0) -> str:

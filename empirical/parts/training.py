@@ -1,4 +1,4 @@
-"""The ``training`` part of ``sinks reproduce``: the six reference runs of SPEC section 4 (1 layer,
+"""The ``training`` part of ``sinks reproduce``: the six reference runs of constructions/SPEC.md section 4 (1 layer,
 2 x 2, 4 x 4; softmax and ReLU), their sink metrics over seeds, certified bounds and figures.
 
 Budgets: the default is the full reference: every one of the six settings on 5 seeds (0-4), cap
@@ -12,7 +12,8 @@ and one torch thread per core; a long run's seeds are split over workers when th
 sooner. A member's numbers do not depend on its group. Every job is a sweep job
 (``empirical.train:train_job``; record under ``results/runs/training/<run id>.json``, written
 atomically), so an interrupted part resumes job by job. On a terminal the part shows one
-progress line per job and an overall ETA (``empirical.progress``).
+progress line per job and an overall ETA; in a log (no terminal) one plain line per finished job
+with the elapsed time and an ETA, at most every 30 s (``empirical.progress``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 TEST = "tests/test_train.py"
 JOB_FN = "empirical.train:train_job"
 
-# SPEC section 4, as reported there (steps to stop, BOS mass at non-trigger queries).
+# constructions/SPEC.md section 4, as reported there (steps to stop, BOS mass at non-trigger queries).
 SPEC_VALUES = {
     ("softmax", 1, 1): ("~900", "0.9998"),
     ("relu", 1, 1): ("~700", "0 exactly"),
@@ -47,13 +48,12 @@ class Run:
 
 
 SEEDS = (0, 1, 2, 3, 4)
-CAP = 50_000  # SPEC section 4
+CAP = 50_000  # constructions/SPEC.md section 4
 DEFAULT_RUNS = tuple(Run(kind, layers, layers, SEEDS, CAP) for layers in (4, 2, 1) for kind in ("softmax", "relu"))
 QUICK_RUNS = (
     Run("softmax", 1, 1, (0, 1), CAP),
     Run("relu", 1, 1, (0, 1), CAP),
 )
-MULTI_LAYER_BOUND_SEQUENCES = 200  # the per-head bound of a stack on the first 200 eval sequences
 
 
 def expected_steps(run: Run) -> int:
@@ -65,9 +65,9 @@ def config(run: Run, seeds: tuple[int, ...], **overrides):
     from empirical.train import TrainConfig
 
     multi = run.layers > 1
+    # a stack's per-head bound on the first train.STACK_BOUND_SEQUENCES evaluation sequences (the default)
     fields = dict(kind=run.kind, layers=run.layers, heads=run.heads, seeds=seeds, max_steps=run.max_steps,
-                  log_every=500 if multi else 50,
-                  bound_sequences=MULTI_LAYER_BOUND_SEQUENCES if multi else None)
+                  log_every=500 if multi else 50)
     fields.update(overrides)
     return TrainConfig(**fields)
 
@@ -85,19 +85,22 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
         workers: int | None = None, **overrides) -> dict[str, Any]:
     """``runs``, ``workers`` and ``overrides`` (TrainConfig fields) exist for tests; the part
     itself runs ``DEFAULT_RUNS`` / ``QUICK_RUNS`` on the cores this process owns."""
-    from empirical import progress, seed_groups
+    from empirical import progress, seed_groups, usage
     from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
     own_runs = runs is None  # the worst-case setting runs with the part's own runs only (tests pass tiny ones)
+    from empirical.fastest import choose_for_host
+
     runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)
     workers = workers or owned_cores()
+    formulation = choose_for_host(device)  # exported to the workers: every job uses the same one
     planned, makespan = jobs(runs, workers, **overrides)
     out_dir = Path(results_dir) / "runs" / "training"
     board = progress.Board(out_dir, [(j.run_id, _label(g), g.expected_steps, g.run.max_steps, g.cost)
                                      for g, j in planned], workers)
     outcome = run_sweep([j for _, j in planned], out_dir, backend="process", workers=workers, device=device,
-                        on_event=board.event, on_wait=board.poll if board.live else None)
+                        on_event=board.event, on_wait=board.poll)
     board.close()
     if not outcome.ok:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
@@ -105,14 +108,26 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     for r in runs:
         parts = [outcome.records[j.run_id]["result"] for g, j in planned if g.run == r]
         summaries[(r.kind, r.layers, r.heads)] = seed_groups.merge(parts, r.seeds)
-    figures = _figures(Path(results_dir), summaries)
-    cert_tables, cert_claims, certificates = _certificates(summaries, quick)
-    functional = _functional_sinks(Path(results_dir), summaries)
-    worst = _worst_case(Path(results_dir), quick, device, workers) if own_runs else None
+    after = usage.Split()  # what runs in this process once the jobs are done
+    with after.phase("figures"):
+        figures = _figures(Path(results_dir), summaries)
+    with after.phase("certificates"):
+        cert_tables, cert_claims, certificates = _certificates(summaries, quick)
+    with after.phase("ablations"):
+        functional = _functional_sinks(Path(results_dir), summaries)
+    worst = None
+    if own_runs:  # tests that pass their own runs skip it, so their phases stay the three above
+        with after.phase("worst-case setting"):
+            worst = _worst_case(Path(results_dir), quick, device, workers)
     return {
         "claims": _claims(summaries, figures) + cert_claims + functional["claims"] + (worst["claims"] if worst else []),
         "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables
-                  + (worst["tables"] if worst else []),
+                  + (worst["tables"] if worst else [])
+                  + [usage.jobs_table([(_label(g), outcome.records[j.run_id]) for g, j in planned],
+                                      "Training jobs: what each (run, seed group) job cost"),
+                     usage.phases_table(after.read(), "Training part after its jobs: figures, certificates, ablations, "
+                                                      "worst-case setting (its training jobs' CPU is in their "
+                                                      "worker processes, not in this row)")],
         "certificates": certificates,
         "worst_case": worst["details"] if worst else None,
         "functional_sinks": functional["rows"],
@@ -120,6 +135,7 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
                                                                                   g.run.heads) == (k, l, h)])
                  for (k, l, h), s in summaries.items()},
         "plan": {"workers": workers, "estimated_makespan_s": round(makespan, 1),
+                 "formulation": {"name": formulation[0], "chosen_by": formulation[1]},
                  "jobs": [{"run": _label(g), "seeds": list(g.seeds), "run_id": j.run_id} for g, j in planned]},
         "budget_note": __doc__.split("Budgets: ")[1].split("\n\n")[0].strip(),
     }
@@ -177,6 +193,11 @@ def _run_digest(summary: dict, run_ids: list[str]) -> dict:
         "eval_max_abs_error": [m["eval_max_abs_error"] for m in members],
         "bos_nontrigger_mean": _head_values(summary, "bos_nontrigger_mean"),
         "bos_nontrigger_min": _head_values(summary, "bos_nontrigger_min"),
+        "bos_trigger_mean": _head_values(summary, "bos_trigger_mean"),
+        "row_nontrigger_max": _head_values(summary, "row_nontrigger_max"),
+        "bound": [{k: m["layers"][0][0]["bound"][k] for k in ("bound_mean", "bound_min", "violations", "min_slack")}
+                  for m in members] if summary["config"]["layers"] == 1 and "bound" in members[0]["layers"][0][0]
+        else None,
         "sinking_heads_gu": [sum(e["sinks_gu"] for layer in m["layers"] for e in layer) for m in members],
         "steps_per_second": summary["timing"]["steps_per_second"],
         "train_seconds": summary["timing"]["seconds"],
@@ -230,7 +251,7 @@ def _runs_table(summaries: dict) -> dict:
             mass, bound, spec_steps, spec_mass,
         ])
     return {
-        "title": "Reference runs (SPEC section 4) next to SPEC's values (mean ± std over seeds)",
+        "title": "Reference runs (constructions/SPEC.md section 4) next to SPEC's values (mean ± std over seeds)",
         "columns": ["run", "seeds", "steps to stop (this run)", "eval max-abs error",
                     "BOS mass at non-trigger queries", "certified bound (single head)", "SPEC steps", "SPEC BOS mass"],
         "rows": rows,
@@ -312,8 +333,9 @@ def _t1_sink(s: dict, figures: dict) -> dict:
     from empirical.metrics import SINK_MASS
 
     holds = all(v > SINK_MASS for v in masses)
-    verdict = "observed" if holds and all_conv else ("refuted" if all_conv else "unknown")
+    verdict = "observed" if holds and all_conv else ("not met" if all_conv else "unknown")
     return {
+        "id": "t1_observed",
         "claim": f"T1 (observed): a trained single-layer softmax head sinks: BOS mass at non-trigger queries > {SINK_MASS} "
                  "in every seed, ~0 at the trigger",
         "verdict": verdict,
@@ -330,7 +352,9 @@ def _bound_claim(s: dict, figures: dict) -> dict:
     b = [m["layers"][0][0]["bound"] for m in s["members"]]
     violations = sum(x["violations"] for x in b)
     return {
-        "claim": "Certified sink bound a_i0 >= (delta_i - ||o_i||)/(delta_i + ||u_0||) (SPEC section 3) never exceeds "
+        "id": "t1_bound",
+        "claim": "Certified sink bound a_i0 >= (delta_i - ||o_i||)/(delta_i + ||u_0||) (constructions/SPEC.md "
+                 "section 3) never exceeds "
                  "the measured BOS mass on the trained single-layer softmax heads, and is close to 1",
         "verdict": "verified numerically" if violations == 0 else "refuted",
         "evidence": (f"{len(b)} seeds x {s['eval']['sequences']} sequences x 14 non-trigger queries: violations "
@@ -359,17 +383,19 @@ def _t3_relu(s: dict, figures: dict) -> list[dict]:
     common = {"test": f"{TEST}::test_relu_run_puts_exactly_zero_weight_on_non_trigger_rows", "command": _cmd_of(s),
               "figures": [figures[k] for k in ("maps_1x1",) if k in figures]}
     return [
-        {"claim": "T3 (observed): a trained single-layer ReLU head puts exactly zero weight on every non-trigger row, "
+        {"id": "t3_exact_zero",
+         "claim": "T3 (observed): a trained single-layer ReLU head puts exactly zero weight on every non-trigger row, "
                   "in every seed",
-         "verdict": ("observed" if len(exact) == len(heads) else "refuted") if all_conv else "unknown",
+         "verdict": ("observed" if len(exact) == len(heads) else "not met") if all_conv else "unknown",
          "evidence": (f"{note} (steps {', '.join(str(st) for _, st, _ in heads)}); every weight of every non-trigger "
                       f"row is exactly 0 in seeds {exact} of {[seed for seed, _, _ in heads]}"
                       + (f"; not in: {others} (the stop rule fired before those weights reached 0)" if others else "")
                       + "; SPEC: 0 exactly after ~700 steps (seed 0)"),
          **common},
-        {"claim": "T3 (observed): a trained single-layer ReLU head forms no sink: BOS mass at non-trigger queries "
+        {"id": "t3_no_sink",
+         "claim": "T3 (observed): a trained single-layer ReLU head forms no sink: BOS mass at non-trigger queries "
                   f"<= {NO_SINK_MASS} in every seed",
-         "verdict": ("observed" if worst_bos <= NO_SINK_MASS else "refuted") if all_conv else "unknown",
+         "verdict": ("observed" if worst_bos <= NO_SINK_MASS else "not met") if all_conv else "unknown",
          "evidence": f"{note}; largest mean non-trigger BOS mass over seeds {worst_bos:.3g}",
          **common},
     ]
@@ -385,16 +411,20 @@ def _t2_claim(s: dict, figures: dict) -> dict:
     gu = [sum(e["sinks_gu"] for layer in m["layers"] for e in layer) for m in s["members"]]
     some = all(n >= 1 for n in strong)
     total = c["layers"] * c["heads"]
-    verdict = "observed" if some else "refuted"
+    verdict = "observed" if some else "not met"
     where = "" if all_conv else " (metrics at the step cap, not converged)"
     return {
-        "claim": f"T2 (observed): in a trained {c['layers']}x{c['heads']} softmax stack some head sinks: what "
-                 "training finds, not what the task forces (T2 is refuted by the cancelling pair)",
+        "id": f"t2_observed_{c['layers']}x{c['heads']}",
+        "claim": f"T2 (observed): in a trained {c['layers']}x{c['heads']} softmax stack some head sinks (its mean "
+                 f"non-trigger BOS mass is > {STACK_SINK_MASS}) in every seed: what training finds, not what the task "
+                 "forces (T2 is refuted by the cancelling pair)",
         "verdict": verdict if all_conv or some else "unknown",
-        "evidence": (f"{note}{where}; heads with non-trigger BOS mass > {STACK_SINK_MASS} per seed: {strong} of {total}; "
-                     f"sinking by Gu et al. (alpha_0 > 0.3): {gu} of {total}; "
+        "evidence": (f"{note}{where}; per seed, heads whose non-trigger BOS mass (mean over the {s['eval']['sequences']} "
+                     f"evaluation sequences and the {c['L'] - 2} non-trigger queries) is > {STACK_SINK_MASS}: "
+                     f"{strong} of {total}; sinking by Gu et al. (alpha_0 > 0.3): {gu} of {total}; "
                      f"SPEC: {SPEC_VALUES[(c['kind'], c['layers'], c['heads'])][1]}"),
-        "test": f"{TEST}::test_ensemble_member_equals_the_single_run_of_its_seed",
+        "test": ("tests/test_threshold_pins.py::test_stack_sink_mass_level_is_pinned, "
+                 "tests/test_metrics.py::test_bos_mass_on_a_hand_built_pattern"),
         "command": _cmd_of(s),
         "figures": [figures[k] for k in (f"grid_softmax_{c['layers']}x{c['heads']}",) if k in figures],
     }
@@ -408,12 +438,13 @@ def _relu_stack_claim(s: dict, figures: dict) -> dict:
 
     holds = worst <= NO_SINK_MASS
     return {
+        "id": f"t3_observed_{c['layers']}x{c['heads']}",
         "claim": f"T3 in a stack (observed): a trained {c['layers']}x{c['heads']} ReLU stack puts <= {NO_SINK_MASS} on BOS "
                  f"in every head",
-        "verdict": ("observed" if holds else "refuted") if all_conv else "unknown",
+        "verdict": ("observed" if holds else "not met") if all_conv else "unknown",
         "evidence": (f"{note}; largest mean non-trigger BOS mass over heads and seeds {_fmt(worst, 3)}"
                      f"{'' if all_conv else ' (at the step cap)'}; SPEC: {SPEC_VALUES[(c['kind'], c['layers'], c['heads'])][1]}"),
-        "test": f"{TEST}::test_relu_run_puts_exactly_zero_weight_on_non_trigger_rows",
+        "test": "tests/test_threshold_pins.py::test_no_sink_mass_level_is_pinned",
         "command": _cmd_of(s),
         "figures": [figures[k] for k in (f"grid_relu_{c['layers']}x{c['heads']}",) if k in figures],
     }

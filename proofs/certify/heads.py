@@ -2,7 +2,7 @@
 
 Scores are bilinear: s_ik = x_i^T M x_k with M = W_Q^T W_K (d x d, M[query feature, key
 feature]). A token is x(c) = e_f + P c: its flag f (BOS 0, trigger 1, content d-1) plus its
-content c in the box [-1, 1]^n, n = d - 3, placed on coordinates 2..d-2 (SPEC section 1).
+content c in the box [-1, 1]^n, n = d - 3, placed on coordinates 2..d-2 (constructions/SPEC.md section 1).
 
 Query at position i with flag f and content c. Write g(c) = M^T x(c) (a d-vector, affine in c).
 Then the score of key k is g(c) . x_k and, for softmax,

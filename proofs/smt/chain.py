@@ -71,6 +71,7 @@ def z3_bound(s: Session, b: int, c: int, sign: int, base: Script) -> Fraction | 
     """The fallback: z3 maximises, then one UNSAT query certifies the rounded bound."""
     inst = s.inst
     ans = s.runner.maximize(encode.box_lp(inst, inst.eps, b, c, sign, base).text(), s.timeout_s)
+    s.note_clock(ans, f"LRA-box maximise at u[{inst.type_label(b)}][{c}] side {sign:+d}")
     obj = ans.model.get("OBJ") if ans.result == "sat" else None
     if not isinstance(obj, Fraction):
         return None

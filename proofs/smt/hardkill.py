@@ -5,7 +5,13 @@ So every query runs in a worker process; the parent waits ``budget + grace`` sec
 kills the worker (answer ``unknown``, reason ``hard-kill``) and starts a fresh one for the next
 query. A worker is reused between queries because starting one (importing z3) costs ~0.3 s.
 
-The answer of a query is ``Answer(result, seconds, reason, model)`` with ``result`` one of
+A wall-clock budget makes the answer depend on the machine's speed (a query that answers in 2 s
+idle gave ``unknown`` at 10 s under load). ``Z3Runner(rlimit=N)`` also gives every check z3's
+resource limit ``rlimit`` (a count of solver steps, the same on every machine for the same query,
+seed and z3 version): that limit decides an ``unknown``, and the wall-clock budget stays only as
+the outer safety net against a hang. ``Answer.work`` is the resource count a check used.
+
+The answer of a query is ``Answer(result, seconds, reason, model, work)`` with ``result`` one of
 "sat" / "unsat" / "unknown"; ``model`` maps constant names to exact ``Fraction``s, or to
 decimal strings (40 digits) for irrational algebraic numbers, which nlsat models can contain.
 """
@@ -23,6 +29,22 @@ from fractions import Fraction
 from typing import Any
 
 GRACE_S = 1.0  # how long past its own timeout z3 may take to answer before it is killed
+# The work budget of callers whose verdicts must not depend on the machine (the tests, the smt
+# part of ``sinks reproduce``, theta_star): z3 resource units per check, 4.85x the most any
+# decided query of the test suite needs (2,059,891: the margin re-solve that confirms
+# theta* < 1 - 2 eps at K = 2, length 3, before the trigger; tests/test_smt_thresholds.py) and
+# 2.5x the most one of that part needs (3,962,755: a query of theta*'s g = 2 step at length 6,
+# a step that ends candidate; outside theta* the part's queries need at most 886,389;
+# proofs/smt/README.md). SAFETY_S seconds per check is only the net against a hang: 40x what the
+# 2.06M query took at load ~9 (14 s), and above what a query stopped at RLIMIT takes (a query run
+# to 2 x RLIMIT took 275-420 s at load ~9.5), so that the work limit, not the clock, decides every
+# unknown; where the clock fires anyway, the callers report it (``clock_fired``).
+RLIMIT = 10_000_000
+SAFETY_S = 600.0
+
+
+# z3's reasons when its own timer stopped a check (with rlimit also set, "canceled" can mean either)
+CLOCK_REASONS = ("timeout", "canceled")
 
 
 @dataclass
@@ -31,6 +53,18 @@ class Answer:
     seconds: float
     reason: str = ""
     model: dict[str, Any] = field(default_factory=dict)
+    work: int | None = None  # z3's resource count for this check (deterministic; None: not measured)
+
+
+def clock_fired(ans: Answer, rlimit: int | None) -> bool:
+    """Whether an unknown came from the wall clock (z3's timer or the hard kill), not from the work
+    limit or z3's incompleteness. Under a work limit that is the safety net firing: the answer
+    then depends on the machine's speed, so the callers report it (as unknown, never more)."""
+    if ans.result != "unknown":
+        return False
+    if ans.reason.startswith("hard-kill"):
+        return True
+    return ans.reason in CLOCK_REASONS and not (rlimit and ans.work is not None and ans.work >= rlimit)
 
 
 def _value(v) -> Any:
@@ -45,6 +79,12 @@ def _value(v) -> Any:
     return str(v)
 
 
+def _work(solver) -> int:  # pragma: no cover - runs in the child
+    """The resource count so far of ``solver``'s context (cumulative over its checks)."""
+    stats = solver.statistics()
+    return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
+
+
 def _serve(inp, out) -> None:  # pragma: no cover - runs in the child
     """Answer JSON-line jobs from ``inp`` on ``out`` until end of input."""
     import z3
@@ -54,9 +94,9 @@ def _serve(inp, out) -> None:  # pragma: no cover - runs in the child
         out.flush()
 
     for line in inp:
-        text, timeout_s, checks, seed, preprocess = json.loads(line)
+        text, timeout_s, checks, seed, preprocess, rlimit = json.loads(line)
         if checks == "maximize":
-            send(*_maximize(text, timeout_s))
+            send(*_maximize(text, timeout_s, rlimit))
             continue
         # a fresh context per job: z3 answered the same LRA query in 0.6 s in a fresh context and
         # timed out after earlier jobs in a shared one
@@ -67,13 +107,15 @@ def _serve(inp, out) -> None:  # pragma: no cover - runs in the child
         else:
             solver = z3.Solver(ctx=ctx)
         solver.set("timeout", max(1, int(timeout_s * 1000)))
+        if rlimit:  # per check (z3 adds the limit to the count at each check)
+            solver.set("rlimit", rlimit)
         if seed:
             solver.set("random_seed", seed)
         start = time.perf_counter()
         try:
             solver.from_string(text)
         except z3.Z3Exception as e:
-            send("error", time.perf_counter() - start, f"parse error: {e}", {})
+            send("error", time.perf_counter() - start, f"parse error: {e}", {}, 0)
             continue
         for extra in checks or [None]:
             start = time.perf_counter()
@@ -82,9 +124,10 @@ def _serve(inp, out) -> None:  # pragma: no cover - runs in the child
                 try:
                     solver.from_string(extra)
                 except z3.Z3Exception as e:
-                    send("error", 0.0, f"parse error: {e}", {})
+                    send("error", 0.0, f"parse error: {e}", {}, 0)
                     solver.pop()
                     continue
+            before = _work(solver)
             r = solver.check()
             seconds = time.perf_counter() - start
             model, reason = {}, ""
@@ -93,29 +136,31 @@ def _serve(inp, out) -> None:  # pragma: no cover - runs in the child
                 model = {d.name(): _value(m[d]) for d in m.decls() if d.arity() == 0}
             elif r == z3.unknown:
                 reason = solver.reason_unknown()
-            send(str(r), seconds, reason, model)
+            send(str(r), seconds, reason, model, _work(solver) - before)
             if extra is not None:
                 solver.pop()
 
 
-def _maximize(text: str, timeout_s: float):  # pragma: no cover - runs in the child
+def _maximize(text: str, timeout_s: float, rlimit: int | None):  # pragma: no cover - runs in the child
     """Maximise the constant ``OBJ`` subject to ``text`` (linear); value "oo" when unbounded."""
     import z3
 
     ctx = z3.Context()
     opt = z3.Optimize(ctx=ctx)
     opt.set("timeout", max(1, int(timeout_s * 1000)))
+    if rlimit:
+        opt.set("rlimit", rlimit)
     start = time.perf_counter()
     opt.from_string(text)
     handle = opt.maximize(z3.Real("OBJ", ctx))
     r = opt.check()
-    seconds = time.perf_counter() - start
+    seconds, work = time.perf_counter() - start, _work(opt)
     if r != z3.sat:
-        return (str(r), seconds, opt.reason_unknown() if r == z3.unknown else "", {})
+        return (str(r), seconds, opt.reason_unknown() if r == z3.unknown else "", {}, work)
     upper = handle.upper()
     if z3.is_rational_value(upper):
-        return ("sat", seconds, "", {"OBJ": _value(upper)})
-    return ("sat", seconds, "", {"OBJ": str(upper)})  # "oo" or an infinitesimal expression
+        return ("sat", seconds, "", {"OBJ": _value(upper)}, work)
+    return ("sat", seconds, "", {"OBJ": str(upper)}, work)  # "oo" or an infinitesimal expression
 
 
 def _decode(model: dict[str, Any]) -> dict[str, Any]:
@@ -181,8 +226,8 @@ class Worker:
             self._kill()
             self.kills += 1
             return Answer("unknown", time.perf_counter() - start, "hard-kill")
-        r, seconds, reason, model = got
-        return Answer(r, seconds, reason, _decode(model))
+        r, seconds, reason, model, *work = got
+        return Answer(r, seconds, reason, _decode(model), work[0] if work else None)
 
     def close(self) -> None:
         if self._alive():
@@ -195,7 +240,12 @@ class Worker:
 
 
 class Z3Runner(Worker):
-    """The hard-killed z3 worker."""
+    """The hard-killed z3 worker; ``rlimit`` (z3 resource units per check, None: none) makes
+    every answer independent of the machine's speed, the seconds only a safety net."""
+
+    def __init__(self, grace_s: float = GRACE_S, rlimit: int | None = None) -> None:
+        super().__init__(grace_s)
+        self.rlimit = rlimit
 
     def check(self, text: str, timeout_s: float, seed: int = 0, preprocess: bool = False) -> Answer:
         """Solve one SMT-LIB script (declarations and assertions, no check-sat); ``preprocess``
@@ -206,7 +256,7 @@ class Z3Runner(Worker):
         """LP: the supremum of the constant ``OBJ`` under ``text`` (model {"OBJ": Fraction or
         "oo"}). Used only to *find* bounds; every bound used in a proof is then re-checked by
         an UNSAT query."""
-        return self._one((text, timeout_s, "maximize", 0, False), timeout_s)
+        return self._one((text, timeout_s, "maximize", 0, False, self.rlimit), timeout_s)
 
     def check_each(self, base: str, extras: list[str | None], timeout_s: float, seed: int = 0,
                    preprocess: bool = False) -> list[Answer]:
@@ -214,7 +264,7 @@ class Z3Runner(Worker):
         (push / pop). Each check has its own budget; after a hard kill the remaining checks are
         answered ``unknown`` with reason ``hard-kill`` (skipped), never guessed."""
         start = time.perf_counter()
-        self._send((base, timeout_s, extras if extras != [None] else None, seed, preprocess))
+        self._send((base, timeout_s, extras if extras != [None] else None, seed, preprocess, self.rlimit))
         answers = []
         for _ in extras:
             # parsing ``base`` (and a fresh worker's start) count against the first budget
@@ -225,10 +275,10 @@ class Z3Runner(Worker):
                 waited = time.perf_counter() - start
                 answers.append(Answer("unknown", waited, "hard-kill"))
                 break
-            r, seconds, reason, model = got
+            r, seconds, reason, model, work = got
             if r == "error":
                 raise ValueError(reason)
-            answers.append(Answer(r, seconds, reason, _decode(model)))
+            answers.append(Answer(r, seconds, reason, _decode(model), work))
             start = time.perf_counter()
         while len(answers) < len(extras):
             answers.append(Answer("unknown", 0.0, "hard-kill (earlier check in the batch was killed)"))

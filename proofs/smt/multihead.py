@@ -18,13 +18,14 @@ from fractions import Fraction
 
 from .classes import TRIG, class_target, covered, enumerate_classes
 from .encode import e_name, kept_coords, output_facts, positive
-from .hardkill import Z3Runner
+from .hardkill import Z3Runner, clock_fired
 from .instance import BOS, Instance
 from .replay import HeadParams, LayerModel, replay
 from .smt2 import Script, add, le, mul, num, scale, sub
 
 
-def cancelling_heads(inst: Instance, cap: Fraction = Fraction(1, 2), timeout_s: float = 10.0) -> dict:
+def cancelling_heads(inst: Instance, cap: Fraction = Fraction(1, 2), timeout_s: float = 10.0,
+                     rlimit: int | None = None) -> dict:
     start = time.perf_counter()
     half = inst.eps / 2  # solve with margin, replay at eps
     e = half / (8 * inst.length)
@@ -46,9 +47,10 @@ def cancelling_heads(inst: Instance, cap: Fraction = Fraction(1, 2), timeout_s: 
         outputs = {c: add(*[scale(n * images[b][c], e_name(q, b)) for b, n in keys if images[b][c]], scale(head2[c], Z))
                    for c in coords}
         script.add(*output_facts(y, half, Z, outputs))
-    with Z3Runner() as runner:
+    with Z3Runner(rlimit=rlimit) as runner:
         ans = runner.check(script.text(), timeout_s)
-    out = {"status": "unknown", "answer": ans.result, "seconds": None, "reason": ans.reason, "replay": []}
+    out = {"status": "unknown", "answer": ans.result, "seconds": None, "reason": ans.reason, "replay": [],
+           "work": ans.work, "rlimit": rlimit, "safety_net": bool(rlimit) and clock_fired(ans, rlimit)}
     if ans.result == "sat":
         import mpmath
 
@@ -71,7 +73,7 @@ def cancelling_heads(inst: Instance, cap: Fraction = Fraction(1, 2), timeout_s: 
     return out
 
 
-def two_heads_capped(inst: Instance, cap: Fraction, timeout_s: float = 60.0) -> dict:
+def two_heads_capped(inst: Instance, cap: Fraction, timeout_s: float = 60.0, rlimit: int | None = None) -> dict:
     """Question (a'): is there a two-head softmax layer with error <= eps on every class of the
     instance whose heads put at most ``cap`` on BOS at EVERY query i >= 1 (trigger included)?
 
@@ -80,7 +82,7 @@ def two_heads_capped(inst: Instance, cap: Fraction, timeout_s: float = 60.0) -> 
     of the heads' BOS images) within eps of 0. With two normalisers the error bounds become
     |N_1 Z_2 + N_2 Z_1 - y Z_1 Z_2| <= eps Z_1 Z_2: non-linear real arithmetic (QF_NRA).
     Returns {"answer": sat/unsat/unknown, "reason", "seconds"}; a sat model is NOT replayed here
-    (none has been found)."""
+    (none has been found). ``rlimit``: z3's work limit (the seconds then only a safety net)."""
     start = time.perf_counter()
     script = Script()
     coords = range(inst.d)
@@ -100,7 +102,7 @@ def two_heads_capped(inst: Instance, cap: Fraction, timeout_s: float = 60.0) -> 
             N = [add(*[scale(n, mul(w[h, q, b], U[h, b, c])) for b, n in keys]) for h in (0, 1)]
             gap = sub(add(mul(N[0], Z[1]), mul(N[1], Z[0])), scale(y[c], ZZ))
             script.add(le(gap, scale(inst.eps, ZZ)), le(scale(-inst.eps, ZZ), gap))
-    with Z3Runner() as runner:
+    with Z3Runner(rlimit=rlimit) as runner:
         ans = runner.check(script.text(), timeout_s)
     return {"answer": ans.result, "reason": ans.reason, "seconds": time.perf_counter() - start,
             "classes": len(enumerate_classes(inst))}

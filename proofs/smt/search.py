@@ -9,7 +9,8 @@ Verdicts, and why each is honest:
 - ``counterexample``: a SAT model was rebuilt as a real head and replayed on every sequence of
   the instance (``replay``): error <= eps and BOS mass < theta confirmed.
 - ``candidate``: SAT from a relaxation whose model did not replay (or could not be rebuilt).
-- ``unknown``: z3 said unknown, ran out of time, or was hard-killed; never a pass.
+- ``unknown``: z3 said unknown, ran out of its work limit (``rlimit``) or time, or was
+  hard-killed; never a pass.
 
 For ``theta=None`` the question is the positive control "is there a head at all (with the BOS
 mass capped by ``sink_cap`` at covered classes, if given)": ``solution`` (found and replayed),
@@ -64,10 +65,15 @@ def _check_method(kind: str, method: str, inst: Instance) -> str | None:
 def search_counterexample(inst: Instance, theta=None, method: str = "chain", timeout_s: float = 10.0, *,
                           kind: str = "softmax", emit_smt2=None, sink_cap=None, incremental: bool = False,
                           stop_at_first: bool = True, at: list[PositionClass] | None = None,
-                          recheck_with: str | None = None) -> SearchResult:
+                          recheck_with: str | None = None, rlimit: int | None = None,
+                          recheck_rlimit: int | None = None) -> SearchResult:
     """Search a head of ``kind`` solving ``inst`` within ``inst.eps`` with BOS mass < ``theta`` at
     some covered non-trigger class (``theta=None``: any head, the positive control).
-    ``recheck_with="cvc5"``: afterwards every step's query is re-solved by cvc5 (``recheck``)."""
+    ``recheck_with="cvc5"``: afterwards every step's query is re-solved by cvc5 (``recheck``).
+    ``rlimit``: z3 resource units per query, so that the verdict is the same on every machine;
+    ``timeout_s`` is then only the safety net against a hang (the steps where it fired are listed
+    in ``result.safety_net``, and a candidate that rests on one is reported unknown);
+    ``recheck_rlimit`` is the second solver's (cvc5's units, ``recheck.CVC5_RLIMIT``)."""
     attention.get(kind)
     if recheck_with is not None and not recheck.available(recheck_with):
         raise BadInput(f"recheck solver {recheck_with!r} is not installed (valid: {', '.join(recheck.SOLVERS)}; "
@@ -78,7 +84,8 @@ def search_counterexample(inst: Instance, theta=None, method: str = "chain", tim
     if why_not:
         result.reason = why_not
         return result
-    s = Session(inst, theta, method, timeout_s, emit_smt2, kind, sink_cap, incremental, PATTERN_KINDS.get(kind, False))
+    s = Session(inst, theta, method, timeout_s, emit_smt2, kind, sink_cap, incremental, PATTERN_KINDS.get(kind, False),
+                rlimit)
     s.at = at
     s.keep_text = recheck_with is not None
     try:
@@ -96,9 +103,12 @@ def search_counterexample(inst: Instance, theta=None, method: str = "chain", tim
             run_chain(s, result, stop_at_first)
     finally:
         s.close()
-    result.steps = s.steps
+    result.steps, result.rlimit, result.safety_net = s.steps, rlimit, s.safety_net
+    if result.safety_net and result.status == "candidate":  # a clock-stopped re-solve: not a finding
+        result.status = "unknown"
+        result.reason = f"wall-clock safety net fired ({result.safety_net[0]}); {result.reason}"
     if recheck_with is not None:
-        recheck.recheck(result, timeout_s, recheck_with)
+        recheck.recheck(result, timeout_s, recheck_with, recheck_rlimit)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -12,7 +12,7 @@ from constructions.errors import NotExpressible
 
 from . import encode
 from .classes import PositionClass
-from .hardkill import Answer, Z3Runner
+from .hardkill import Answer, Z3Runner, clock_fired
 from .instance import Instance
 from .models import pattern_model, softmax_model, to_mpf
 from .replay import LayerModel, Replay, class_bos_mass, replay
@@ -25,15 +25,17 @@ MARGIN = Fraction(15, 16)
 
 class Session:
     def __init__(self, inst: Instance, theta, method: str, timeout_s: float, emit_smt2, kind: str,
-                 sink_cap, incremental: bool, slot: bool = False) -> None:
+                 sink_cap, incremental: bool, slot: bool = False, rlimit: int | None = None) -> None:
         self.inst, self.method, self.timeout_s, self.kind = inst, method, timeout_s, kind
+        self.rlimit = rlimit  # z3 resource units per query: with it the seconds are a safety net only
         self.theta = None if theta is None else Fraction(theta)
         self.sink_cap = None if sink_cap is None else Fraction(sink_cap)
         self.emit_dir = emit_smt2
         self.incremental = incremental
         self.steps: list[Step] = []
         self.at: list[PositionClass] | None = None  # restrict the violation classes (tests, demos)
-        self.runner = Z3Runner()
+        self.runner = Z3Runner(rlimit=rlimit)
+        self.safety_net: list[str] = []  # under a work limit: the queries the wall clock stopped
         self.keep_text = False  # keep each step's query (a recheck by a second solver reads it)
         self.box_certificates = True  # value-box bounds by exact LP certificates (False: z3 only)
         self.n_emitted = 0
@@ -42,6 +44,11 @@ class Session:
         self.prediction = "sat (no sink needed)" if attention.get(kind).can_abstain else "unsat (sink needed)"
 
     # -- queries --
+
+    def note_clock(self, ans: Answer, step: str) -> None:
+        """Record a query the wall clock stopped although a work limit was set (the safety net)."""
+        if self.rlimit and clock_fired(ans, self.rlimit):
+            self.safety_net.append(step)
 
     def emit(self, text: str, lemma: str, where: str, expected: str) -> None:
         if self.emit_dir is None:
@@ -59,14 +66,17 @@ class Session:
     def run(self, text: str, lemma: str, where: str, expected: str = "unsat", eps_note: str = "",
             tries: tuple[tuple[int, bool], ...] = ((0, False),), budget: float | None = None) -> Answer:
         """One query. With several ``tries`` (z3 random seed, preprocess with solve-eqs) an
-        unknown is retried the next way, each try with ``budget`` seconds and recorded."""
+        unknown is retried the next way, each try with ``budget`` seconds and recorded. Under a
+        work limit (``rlimit``) every try gets it and the full ``timeout_s`` as its safety net:
+        a shorter wall-clock budget would let the machine's speed decide the answer."""
         self.emit(text, lemma, where, expected)
-        budget = self.timeout_s if budget is None else budget
+        budget = self.timeout_s if budget is None or self.rlimit else budget
         for seed, preprocess in tries:
             ans = self.runner.check(text, budget, seed, preprocess)
             note = f" (seed {seed}{', solve-eqs' if preprocess else ''})" if len(tries) > 1 else ""
             self.steps.append(Step(lemma, where + eps_note + note, expected, ans.result, round(ans.seconds, 4), ans.reason,
-                                   text if self.keep_text else None))
+                                   text if self.keep_text else None, work=ans.work))
+            self.note_clock(ans, f"{lemma} at {where + eps_note + note}")
             if ans.result != "unknown":
                 break
         return ans
@@ -79,7 +89,8 @@ class Session:
         answers = self.runner.check_each(base.text(), texts, self.timeout_s)
         for (where, _), extra, ans in zip(extras, texts, answers):
             self.steps.append(Step(lemma, where, "unsat", ans.result, round(ans.seconds, 4), ans.reason,
-                                   base.text() + extra if self.keep_text else None))
+                                   base.text() + extra if self.keep_text else None, work=ans.work))
+            self.note_clock(ans, f"{lemma} at {where}")
         return answers
 
     # -- confirming a SAT --

@@ -30,6 +30,8 @@ class Step:
     smt2: str | None = field(default=None, repr=False)  # the query, kept when a recheck will need it
     checker: str = Z3_CHECKER
     recheck: str | None = None  # a second solver's answer (``recheck``), None when not asked
+    work: int | None = None  # z3's resource count for the query (the same on every machine)
+    recheck_work: int | None = None  # the second solver's resource count (cvc5's units), when asked
 
 
 @dataclass
@@ -47,6 +49,20 @@ class SearchResult:
     replay: Replay | None = None
     box: dict[str, list[str | None]] | None = None
     recheck: dict | None = None  # the second solver's tally (``recheck.recheck``)
+    rlimit: int | None = None  # z3's work limit per query (None: the seconds alone decided)
+    safety_net: list[str] = field(default_factory=list)  # steps whose unknown came from the clock
+
+    def work(self) -> dict[str, Any]:
+        """How close the search came to its work limit: the most z3 units a decided query (sat /
+        unsat) needed and where, how many queries the work limit stopped (``at_limit``, each
+        unknown) and how many the clock stopped (``safety_net``)."""
+        decided = [(s.work, f"{s.lemma} at {s.where}") for s in self.steps
+                   if s.work is not None and s.result in ("sat", "unsat")]
+        units, at = max(decided, key=lambda w: w[0]) if decided else (None, None)
+        stopped = sum(s.result == "unknown" and s.work is not None and bool(self.rlimit) and s.work >= self.rlimit
+                      for s in self.steps)
+        return {"max_units": units, "at": at, "limit": self.rlimit, "at_limit": stopped,
+                "safety_net": len(self.safety_net)}
 
     @property
     def proved(self) -> bool:
@@ -56,10 +72,12 @@ class SearchResult:
         from constructions.files import to_jsonable
 
         out = to_jsonable({k: getattr(self, k) for k in ("status", "kind", "method", "instance", "theta",
-                                                          "seconds", "reason", "where", "replay", "box", "recheck")})
+                                                          "seconds", "reason", "where", "replay", "box", "recheck",
+                                                          "rlimit", "safety_net")})
         out["steps"] = [{k: v for k, v in to_jsonable(s).items() if k != "smt2"} for s in self.steps]
         out["queries"] = len(self.steps)
         out["unsat"] = sum(s.result == "unsat" for s in self.steps)
+        out["work"] = self.work()
         return out
 
 

@@ -1,5 +1,5 @@
 """Benchmarks that derive figures (rates, ratios) add a line to ``FIGURES``; they are printed at
-the end of ``pytest tests/benchmarks --benchmark-only`` so that one run reports them all."""
+the end of ``pytest tests/benchmarks --benchmark-enable --benchmark-only`` so that one run reports them all."""
 
 FIGURES: list[str] = []
 

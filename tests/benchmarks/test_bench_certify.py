@@ -1,5 +1,5 @@
 """Certification time per head at the reference size d = 16, L = 16 (run with timings:
-pytest tests/benchmarks/test_bench_certify.py --benchmark-only): the full certificate (sink at
+pytest tests/benchmarks/test_bench_certify.py --benchmark-enable --benchmark-only): the full certificate (sink at
 every query, eta_up, eta_lo, T1) of
 
 - a trained single-layer softmax head (seed 0, trained here to the stop rule, ~900 steps);

@@ -1,4 +1,4 @@
-"""SMT timings (pytest tests/benchmarks/test_bench_smt.py --benchmark-only; the size table needs
+"""SMT timings (pytest tests/benchmarks/test_bench_smt.py --benchmark-enable --benchmark-only; the size table needs
 SINKS_SLOW=1, the recheck cvc5). Each benchmark also checks the verdict, so a timing of a failed
 proof never counts."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from proofs.smt import recheck
 from proofs.smt.encode import hull_lemma_script
-from proofs.smt.hardkill import Z3Runner
+from proofs.smt.hardkill import RLIMIT, SAFETY_S, Z3Runner
 from proofs.smt.instance import reference_instance
 from proofs.smt.search import search_counterexample
 
@@ -22,7 +22,8 @@ def _once(benchmark, fn):
 
 @pytest.mark.parametrize("k,n", [(2, 6), (2, 8)])
 def test_bench_chain_proof(benchmark, k, n):
-    r = _once(benchmark, lambda: search_counterexample(reference_instance(k, n, F(1, 100)), F(1, 2), "chain", 60))
+    r = _once(benchmark, lambda: search_counterexample(reference_instance(k, n, F(1, 100)), F(1, 2), "chain", SAFETY_S,
+                                                       rlimit=RLIMIT))
     assert r.status == "proof"
 
 
@@ -36,15 +37,16 @@ def test_bench_chain_size_table(benchmark, k, n):
 
 @pytest.mark.skipif(not recheck.available("cvc5"), reason="cvc5 not installed (optional extra .[smt])")
 def test_bench_recheck_cvc5(benchmark):
-    r = _once(benchmark, lambda: search_counterexample(reference_instance(2, 6, F(1, 100)), F(1, 2), "chain", 60,
-                                                       recheck_with="cvc5"))
+    r = _once(benchmark, lambda: search_counterexample(reference_instance(2, 6, F(1, 100)), F(1, 2), "chain", SAFETY_S,
+                                                       recheck_with="cvc5", rlimit=RLIMIT,
+                                                       recheck_rlimit=recheck.CVC5_RLIMIT))
     assert r.status == "proof" and r.recheck["disagree"] == 0
     benchmark.extra_info.update(r.recheck)
 
 
 def test_bench_hull_lemma_32_positions(benchmark):
     def run():
-        with Z3Runner() as runner:
-            return runner.check(hull_lemma_script(32, F(1), F(1, 10), F(1, 100)).text(), 30)
+        with Z3Runner(rlimit=RLIMIT) as runner:
+            return runner.check(hull_lemma_script(32, F(1), F(1, 10), F(1, 100)).text(), SAFETY_S)
 
     assert _once(benchmark, run).result == "unsat"

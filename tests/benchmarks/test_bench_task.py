@@ -1,4 +1,4 @@
-"""Sampler throughput (run with timings: pytest tests/benchmarks --benchmark-only)."""
+"""Sampler throughput (run with timings: pytest tests/benchmarks --benchmark-enable --benchmark-only)."""
 
 import torch
 

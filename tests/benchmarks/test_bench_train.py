@@ -1,5 +1,5 @@
-"""Training and bound timings (run with timings: pytest tests/benchmarks --benchmark-only; CI runs
-each once with --benchmark-disable). Figures measured here go to the README with the command;
+"""Training and bound timings (run with timings: pytest tests/benchmarks --benchmark-enable
+--benchmark-only; the default run, as in CI, runs each once untimed: pyproject's --benchmark-disable). Figures measured here go to the README with the command;
 the derived ones (steps/s, GFLOP/s, the matmul share) are printed at the end of the run.
 
 The training step timed here is the one ``empirical.train.train`` runs (``train._sample``,

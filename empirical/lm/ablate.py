@@ -1,0 +1,132 @@
+"""Functional sinks in a real LM: the next-token loss when one head's first-token attention is
+ablated, applied through forward hooks on the model's own modules.
+
+For head h of layer l, two ablations (``empirical.ablation``'s, on a language model):
+
+- ``removed``: at every query i >= 1 the head's weight on position 0 is set to 0 and the row is
+  renormalised over keys 1..i (``ablation.remove_bos``); query 0, which sees only position 0,
+  is left alone;
+- ``value_zeroed``: the first token's value is zeroed for this query head only (other query
+  heads that share its key/value head keep it): its output at query i loses a_i0 u_0.
+
+A forward hook on v_proj keeps the layer's values, and a forward hook on the attention module
+adds the head's change to the module's output, W_O^h (a' - a) V_h, computed from the weights
+the eager kernel returned; nothing else of the model is re-implemented. Only layers l..L-1
+change, so each ablation replays the decoder layers from l on, from the inputs (and keyword
+arguments: mask, rotary embeddings) those layers received in the clean run; a test holds a
+replay without a hook equal to the clean forward.
+
+The loss is the mean next-token cross-entropy over positions 0..T-2 of each text (nats per
+token). A head's sink is **functional** under an ablation when the loss rises by more than
+``FUNCTIONAL_LOSS_INCREASE`` on average over the ablation texts: 0.05 nats per token, a 5 %
+rise in perplexity, which is large for one head of 270 (whole-model differences between
+adjacent model sizes are a few tenths of a nat) and far above float32 rounding of the loss
+(~1e-6). Pinned by ``tests/test_lm_probe.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from empirical import ablation
+
+from . import extract
+
+FUNCTIONAL_LOSS_INCREASE = 0.05  # nats per token; see the module docstring
+ABLATIONS = ablation.ABLATIONS  # ("removed", "value_zeroed")
+
+
+@dataclass
+class CleanRun:
+    """The clean forward of the ablation texts: per layer the decoder layer's call, and the loss."""
+
+    calls: list[tuple[tuple, dict]]  # per layer (args, kwargs) as the model called it
+    loss: torch.Tensor  # [B], mean next-token loss per text
+    logits: torch.Tensor  # [B, T, V]
+
+
+def token_loss(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy per text: logits [B, T, V], ids [B, T] -> [B]."""
+    lp = torch.log_softmax(logits[:, :-1].to(torch.float64), dim=-1)
+    return -lp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).mean(dim=-1)
+
+
+@torch.no_grad()
+def clean_run(model, ids: torch.Tensor) -> CleanRun:
+    calls: list[Any] = [None] * len(extract.layers(model))
+
+    def keep(i):
+        def hook(module, args, kwargs):
+            calls[i] = (args, dict(kwargs))
+        return hook
+
+    handles = [layer.register_forward_pre_hook(keep(i), with_kwargs=True)
+               for i, layer in enumerate(extract.layers(model))]
+    try:
+        logits = model(input_ids=ids, use_cache=False).logits
+    finally:
+        for h in handles:
+            h.remove()
+    return CleanRun(calls, token_loss(logits, ids), logits)
+
+
+@torch.no_grad()
+def replay(model, clean: CleanRun, start: int) -> torch.Tensor:
+    """Logits [B, T, V] from decoder layer ``start`` on, fed what it received in ``clean``."""
+    args, kwargs = clean.calls[start]
+    hidden = args[0] if args else kwargs["hidden_states"]
+    kwargs = {k: v for k, v in kwargs.items() if k != "hidden_states"}
+    for n in range(start, len(extract.layers(model))):
+        out = extract.layers(model)[n](hidden, *args[1:], **kwargs)
+        hidden = out[0] if isinstance(out, tuple) else out
+    return model.lm_head(model.model.norm(hidden))
+
+
+def head_change(weights: torch.Tensor, values: torch.Tensor, W_h: torch.Tensor, head: int, kv_head: int,
+                head_dim: int, kind: str) -> torch.Tensor:
+    """The change [B, T, D] of the attention module's output when head ``head``'s first-token
+    attention is ablated (``kind``): W_O^h (a' - a) V_h, in the weights' dtype."""
+    B, H, T, _ = weights.shape
+    v_h = values.view(B, T, -1, head_dim)[:, :, kv_head]  # [B, T, dh]
+    a = weights[:, head]  # [B, T, T]
+    if kind == "removed":
+        change = ablation.remove_bos(weights, head)[:, head] - a
+    elif kind == "value_zeroed":
+        change = torch.zeros_like(a)
+        change[..., 0] = -a[..., 0]  # the head reads nothing at position 0
+    else:
+        raise ValueError(f"unknown ablation {kind!r}; valid: {', '.join(ABLATIONS)}")
+    return (change @ v_h) @ W_h.T.to(v_h.dtype)
+
+
+@torch.no_grad()
+def ablated_loss(model, clean: CleanRun, ids: torch.Tensor, layer: int, head: int, kind: str,
+                 geo: extract.Geometry | None = None) -> torch.Tensor:
+    """Mean next-token loss per text [B] with head ``head`` of ``layer`` ablated (``kind``)."""
+    geo = geo or extract.geometry(model)
+    attn = extract.layers(model)[layer].self_attn
+    W_h = attn.o_proj.weight[:, head * geo.head_dim:(head + 1) * geo.head_dim]  # [D, dh]
+    seen: dict[str, torch.Tensor] = {}
+
+    def keep_values(module, args, output):
+        seen["v"] = output
+
+    def change_output(module, args, output):
+        out, weights = output[0], output[1]
+        return (out + head_change(weights, seen["v"], W_h, head, geo.kv_head(head), geo.head_dim, kind),
+                weights, *output[2:])
+
+    handles = [attn.v_proj.register_forward_hook(keep_values), attn.register_forward_hook(change_output)]
+    try:
+        logits = replay(model, clean, layer)
+    finally:
+        for h in handles:
+            h.remove()
+    return token_loss(logits, ids)
+
+
+def is_functional(loss_change: float) -> bool:
+    return loss_change > FUNCTIONAL_LOSS_INCREASE

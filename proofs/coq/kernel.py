@@ -1,0 +1,325 @@
+"""Compile the Coq development with ``coqc`` and check what its main theorems assume.
+
+``check(source)`` copies the ``.v`` files named in ``_CoqProject`` into a temporary build folder
+(the source tree is never written), compiles them in order with ``coqc`` (each a subprocess in
+its own session, hard-killed at the shared deadline), then runs ``Print Assumptions`` for every
+main theorem (``twins.main_theorems()``). The development passes only if every file compiles,
+no file declares an axiom of its own or admits a proof (``scan``), and every main theorem
+assumes nothing beyond ``ALLOWED_AXIOMS``, the axioms the standard library's reals are built on.
+``default_report()`` checks the installed development once per process; ``SINKS_COQ=off`` skips
+the check (the verdicts then say "Coq not run").
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .source import COQ_DIR, project_files, strip_comments
+
+LIBRARY = "Sinks"  # the logical name of the development (``-R . Sinks`` in _CoqProject)
+INSTALL_HINT = "apt-get update && apt-get install -y coq coinor-csdp"
+DEFAULT_TIMEOUT = 900.0  # seconds for the whole check; SINKS_COQ_TIMEOUT overrides
+
+# What the standard library's reals rest on (Rdefinitions: classical Dedekind cuts; the
+# constructive reals use functional extensionality). Nothing else may appear.
+ALLOWED_AXIOMS = (
+    "ClassicalDedekindReals.sig_forall_dec",
+    "ClassicalDedekindReals.sig_not_dec",
+    "FunctionalExtensionality.functional_extensionality_dep",
+)
+
+# Sentences that would add an assumption or switch a kernel check off.
+_FORBIDDEN = re.compile(
+    r"\b(Admitted|admit|Admit\s+Obligations|Axioms?|Parameters?|Conjectures?)\b"
+    r"|\bUnset\s+(Guard|Positivity|Universe)\s+Checking\b|\bbypass_check\b|\bDeclare\s+ML\s+Module\b")
+_SECTION_LOCAL = re.compile(r"^\s*(Variables?|Hypothes[ie]s|Context)\b")
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """The outcome of one check of the development."""
+
+    ran: bool  # coqc was found and run
+    ok: bool  # everything compiled, nothing forbidden, only ALLOWED_AXIOMS assumed
+    reason: str  # why not ok ("" when ok); why not run
+    coqc: str = ""  # "coqc 8.16.1"
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # user + system time of the coqc processes
+    files: tuple[str, ...] = ()  # the files compiled, in order
+    assumptions: dict = field(default_factory=dict)  # theorem -> the axioms Print Assumptions lists
+    # "all main theorems together" (one Print Assumptions of the tuple of them: each theorem's
+    # axioms are among these) or "each theorem" (run when an extra axiom had to be attributed)
+    scope: str = ""
+    statements: dict = field(default_factory=dict)  # theorem -> its type as coqc prints it (Check)
+    failed: dict = field(default_factory=dict)  # theorem -> why it did not pass
+
+    def theorem_failure(self, name: str) -> str | None:
+        """None when theorem ``name`` passed; otherwise the reason."""
+        if not self.ran:
+            return None
+        if not self.ok and not self.failed:
+            return self.reason
+        if name in self.failed:
+            return self.failed[name]
+        if name not in self.assumptions:
+            return f"{name} was not checked"
+        return None
+
+    def summary(self) -> str:
+        if not self.ran:
+            return f"Coq not run: {self.reason}"
+        status = "passed" if self.ok else f"FAILED: {self.reason}"
+        return (f"Coq kernel check ({self.coqc}): {len(self.files)} files, {self.wall_seconds:.1f} s wall, "
+                f"{self.cpu_seconds:.1f} s CPU; {status}")
+
+    def to_dict(self) -> dict:
+        return {"ran": self.ran, "ok": self.ok, "reason": self.reason, "coqc": self.coqc,
+                "wall_seconds": round(self.wall_seconds, 2), "cpu_seconds": round(self.cpu_seconds, 2),
+                "files": list(self.files), "allowed_axioms": list(ALLOWED_AXIOMS),
+                "assumptions": {k: list(v) for k, v in self.assumptions.items()}, "assumptions_scope": self.scope,
+                "statements": dict(self.statements), "failed": dict(self.failed)}
+
+
+def not_run(reason: str) -> KernelReport:
+    return KernelReport(ran=False, ok=False, reason=reason)
+
+
+# ----------------------------------------------------------------------------------------
+# The scan for assumptions the development would add itself.
+
+
+def scan(text: str, name: str = "") -> list[str]:
+    """One line per sentence that adds an assumption: an axiom, an admitted proof, a kernel check
+    switched off, or a Variable / Hypothesis / Context outside a Section (an axiom in disguise)."""
+    found, depth = [], 0
+    for number, line in enumerate(strip_comments(text).splitlines(), start=1):
+        where = f"{name}:{number}"
+        m = _FORBIDDEN.search(line)
+        if m:
+            found.append(f"{where}: {m.group(0)}")
+        depth += len(re.findall(r"^\s*Section\b", line)) - len(re.findall(r"^\s*End\b", line))
+        if depth <= 0 and _SECTION_LOCAL.search(line):
+            found.append(f"{where}: {line.split()[0]} outside a Section")
+    return found
+
+
+# ----------------------------------------------------------------------------------------
+# Running coqc.
+
+
+def coqc_path() -> str | None:
+    return shutil.which("coqc")
+
+
+def coqc_version(coqc: str) -> str:
+    out = subprocess.run([coqc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"version\s+(\S+)", out)
+    return f"coqc {m.group(1)}" if m else "coqc (unknown version)"
+
+
+class Timeout(Exception):
+    pass
+
+
+def _run(argv: list[str], cwd: Path, deadline: float) -> subprocess.CompletedProcess:
+    """Run ``argv`` in its own session; kill the whole session at ``deadline``."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=max(deadline - time.monotonic(), 0.01))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise Timeout from None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, "")
+
+
+_VO_CACHE: dict[str, Path] = {}  # hash of (the files up to and including one) -> its compiled .vo
+_BUILD_ROOT: Path | None = None
+
+
+def _build_dir() -> Path:
+    global _BUILD_ROOT
+    if _BUILD_ROOT is None:
+        _BUILD_ROOT = Path(tempfile.mkdtemp(prefix="sinks-coq-"))
+        atexit.register(shutil.rmtree, _BUILD_ROOT, True)
+    return Path(tempfile.mkdtemp(dir=_BUILD_ROOT))
+
+
+def _compile(coqc: str, build: Path, files: list[str], deadline: float) -> str:
+    """Compile ``files`` in order inside ``build``; "" or the first error. A file whose text and
+    whose dependencies' texts (its ``Require``s of the development, transitively) were compiled
+    before in this process reuses that .vo."""
+    keys: dict[str, str] = {}
+    for name in files:
+        text = (build / name).read_bytes()
+        deps = sorted(set(re.findall(rb"\b" + LIBRARY.encode() + rb"\.(\w+)", text)))
+        digest = hashlib.sha256(name.encode() + b"\0" + text)
+        for dep in deps:
+            digest.update(keys.get(dep.decode() + ".v", "missing").encode())
+        key = keys[name] = digest.hexdigest()
+        vo = build / (name[:-2] + ".vo")
+        if key in _VO_CACHE and _VO_CACHE[key].exists():
+            shutil.copy2(_VO_CACHE[key], vo)
+            continue
+        r = _run([coqc, "-q", "-R", ".", LIBRARY, name], build, deadline)
+        if r.returncode != 0:
+            return f"{name} did not compile: {' '.join(r.stdout.split())[:600]}"
+        _VO_CACHE[key] = vo
+    return ""
+
+
+def _assumptions_script(theorems: list[str], modules: list[str], each: bool) -> str:
+    """Check every theorem; Print Assumptions of all of them together (one traversal of their
+    dependencies), or of each one (``each``, to say which theorem an extra axiom comes from)."""
+    lines = ["Require Import Reals.", f"Require Import {' '.join(f'{LIBRARY}.{m}' for m in modules)}.",
+             "Open Scope R_scope."]
+    for k, name in enumerate(theorems):
+        lines += [f"Definition sinks_marker_{k} := tt.", f"Print sinks_marker_{k}.", f"Check {name}."]
+        if each:
+            lines.append(f"Print Assumptions {name}.")
+    if not each:
+        lines += [f"Definition sinks_marker_{len(theorems)} := tt.", f"Print sinks_marker_{len(theorems)}.",
+                  f"Definition sinks_all_theorems := ({', '.join(theorems)}).", "Check sinks_all_theorems.",
+                  "Print Assumptions sinks_all_theorems."]
+    return "\n".join(lines) + "\n"
+
+
+def parse_assumptions(block: str) -> tuple[tuple[str, ...], str]:
+    """(axioms, problem) from one ``Print Assumptions`` output: the names listed under "Axioms:";
+    problem is non-empty for any other kind of assumption (section variables, unsafe flags)."""
+    if "Closed under the global context" in block:
+        return (), ""
+    axioms, header, problems = [], None, []
+    for line in block.splitlines():
+        if not line.strip() or line[0].isspace():
+            continue  # a continuation of the type printed above
+        if re.fullmatch(r"[A-Z][\w ]*:", line.strip()):
+            header = line.strip()[:-1]
+            continue
+        name = line.split()[0]
+        if header == "Axioms":
+            axioms.append(name)
+        else:
+            problems.append(f"{header or 'unlabelled'}: {name}")
+    if header is None and not axioms:
+        problems.append(f"unreadable Print Assumptions output: {' '.join(block.split())[:200]}")
+    return tuple(axioms), "; ".join(problems)
+
+
+def _split_block(text: str) -> tuple[str, str]:
+    """(the Check output, the Print Assumptions output) of one theorem's block."""
+    lines = text.splitlines()
+    k = 1
+    while k < len(lines) and (not lines[k] or lines[k][0].isspace()):
+        k += 1
+    return " ".join(" ".join(lines[:k]).split()), "\n".join(lines[k:])
+
+
+def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[str],
+                    deadline: float, attribute: bool, each: bool = False) -> tuple[dict, dict, dict, str, str]:
+    """(assumptions, statements, failed, scope, error) of the main theorems. All theorems' assumptions
+    are read in one ``Print Assumptions``; when that lists more than ``ALLOWED_AXIOMS`` and
+    ``attribute``, it runs again per theorem, to name the theorems that use the extra axiom
+    (otherwise every theorem is charged with the extra axiom)."""
+    script = build / "sinks_assumptions.v"
+    script.write_text(_assumptions_script(theorems, modules, each))
+    r = _run([coqc, "-q", "-R", ".", LIBRARY, script.name], build, deadline)
+    if r.returncode != 0:
+        return {}, {}, {}, "", f"Print Assumptions did not run: {' '.join(r.stdout.split())[:600]}"
+    blocks = re.split(r"^sinks_marker_(\d+) = tt\n\s*: unit\n", r.stdout, flags=re.M)
+    assumptions, statements, failed, together = {}, {}, {}, None
+    for k, text in zip(blocks[1::2], blocks[2::2]):
+        check, printed = _split_block(text)
+        if int(k) == len(theorems):
+            together = parse_assumptions(printed)
+            continue
+        name = theorems[int(k)]
+        statements[name] = check
+        if each:
+            assumptions[name] = parse_assumptions(printed)
+    if not each:
+        if together is None:
+            return {}, statements, {}, "", "Print Assumptions printed nothing for the main theorems"
+        axioms, problem = together
+        if attribute and (any(a not in ALLOWED_AXIOMS for a in axioms) or problem):
+            return _check_theorems(coqc, build, theorems, modules, deadline, attribute, each=True)
+        assumptions = {name: together for name in theorems}
+    for name in theorems:
+        if name not in assumptions:
+            failed[name] = "no Print Assumptions output"
+            continue
+        axioms, problem = assumptions[name]
+        extra = [a for a in axioms if a not in ALLOWED_AXIOMS]
+        if extra or problem:
+            failed[name] = "assumes " + ", ".join(extra + ([problem] if problem else []))
+    scope = "each theorem" if each else "all main theorems together"
+    return {n: a for n, (a, _) in assumptions.items()}, statements, failed, scope, ""
+
+
+def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[str] | None = None) -> KernelReport:
+    """Compile ``source`` (a folder with ``_CoqProject``) and check its main theorems."""
+    from .twins import main_theorems
+
+    coqc = coqc_path()
+    if coqc is None:
+        return not_run(f"coqc not found (install: {INSTALL_HINT})")
+    timeout = float(os.environ.get("SINKS_COQ_TIMEOUT", DEFAULT_TIMEOUT)) if timeout is None else timeout
+    theorems = main_theorems() if theorems is None else theorems
+    version = coqc_version(coqc)
+    start, cpu0 = time.monotonic(), _children_cpu()
+    files = project_files(source)
+    build = _build_dir()
+    for name in files + ["_CoqProject"]:
+        shutil.copy2(Path(source) / name, build / name)
+    found = [hit for name in files for hit in scan((build / name).read_text(), name)]
+
+    def report(ok: bool, reason: str, **kw) -> KernelReport:
+        return KernelReport(True, ok, reason, version, time.monotonic() - start, _children_cpu() - cpu0,
+                            tuple(files), **kw)
+
+    try:
+        error = _compile(coqc, build, files, start + timeout)
+        if error:
+            return report(False, error)
+        assumptions, statements, failed, scope, error = _check_theorems(
+            coqc, build, theorems, [f[:-2] for f in files], start + timeout, attribute=not found)
+    except Timeout:
+        return report(False, f"timed out after {timeout:.0f} s (hard-killed)")
+    if error:
+        return report(False, error)
+    reasons = ([f"forbidden in the source: {'; '.join(found)}"] if found else []) + [
+        f"{n}: {why}" for n, why in failed.items()]
+    if found:  # an admitted proof or an axiom anywhere undermines every theorem
+        failed = {n: reasons[0] for n in theorems}
+    return report(not reasons, "; ".join(reasons), assumptions=assumptions, statements=statements, failed=failed,
+                  scope=scope)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+_REPORT: KernelReport | None = None
+
+
+def default_report() -> KernelReport:
+    """The check of the installed development, once per process (``SINKS_COQ=off`` skips it)."""
+    global _REPORT
+    if os.environ.get("SINKS_COQ", "auto").lower() in ("off", "0", "no"):
+        return not_run("skipped (SINKS_COQ=off)")
+    if _REPORT is None:
+        _REPORT = check()
+    return _REPORT

@@ -1,0 +1,154 @@
+"""Training steps per second of each formulation of the layer's products (``empirical.formulations``)
+against the paper author's loop (``author_loop``), one torch thread, side by side.
+
+    python -m tests.benchmarks.bench_formulations [--rounds 5] [--budget 0.25] [--kind softmax]
+                                                  [--compile] [--json FILE]
+
+(from the checkout root; about 3 minutes on an idle core). Rows: every formulation training the
+5-seed ensemble exactly as ``empirical.train.train`` steps it (sample, forward, errors, the
+stop-rule read-back, Adam), in float32, and ``bmm`` in float64; ``--compile`` adds ``bmm`` under
+``torch.compile``. The author's loop trains one seed. Columns: 1 x 1, 2 x 2 and 4 x 4 at the
+reference shape (d = L = 16, batch 128).
+
+Timing: every (row, shape) runs for ``--budget`` seconds of CPU time per round, rounds
+interleaved, the first round a warm-up; a rate is steps over process CPU time (user + system,
+which moves far less than wall time when other jobs share the machine), and each row keeps its
+fastest round (the least disturbed; the median is printed too). The load average and the machine
+are printed with the table. Below it: what 5 seeds of each formulation cost against the author's 1
+seed per shape, and the six reference settings (SPEC section 4's steps to stop, 5 seeds in one
+ensemble each) against the author's six runs of one seed. The ensemble's figure is an upper bound:
+in training, stopped members leave the ensemble and later steps get cheaper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+from empirical import formulations as F
+from empirical import model as M
+from empirical import train as T
+from empirical import usage
+
+SHAPES = ((1, 1), (2, 2), (4, 4))
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def ensemble_step(layers: int, heads: int, kind: str, dtype: torch.dtype, formulation: str, compiled: bool = False):
+    """One training step of the 5-seed ensemble as ``train`` runs it, with ``formulation``."""
+    cfg = T.TrainConfig(kind=kind, layers=layers, heads=heads, seeds=SEEDS)
+    model = M.AttentionModel(kind, cfg.d, layers=layers, heads=heads, residual=cfg.residual,
+                             ensemble=len(SEEDS), seeds=SEEDS, dtype=dtype)
+    run = torch.compile(model) if compiled else model
+    opt = T.optimizer(model, cfg)
+    gens = [torch.Generator().manual_seed(T.data_seed(s)) for s in SEEDS]
+    task = cfg.task()
+
+    def step():
+        F.use(formulation)
+        x, y = T._sample(task, cfg.batch, gens, "cpu")
+        mse, max_err = T.batch_errors(run, x.to(dtype), y.to(dtype))
+        max_err.tolist()
+        T.update(opt, mse)
+
+    return step
+
+
+def rows(kind: str, compile_too: bool, shapes=SHAPES) -> dict[str, dict]:
+    """name -> {shape: step function}."""
+    from tests.benchmarks.author_loop import step_fn
+
+    out = {f"{n} float32": {s: ensemble_step(*s, kind, torch.float32, n) for s in shapes} for n in F.FORMULATIONS}
+    out["bmm float64"] = {s: ensemble_step(*s, kind, torch.float64, "bmm") for s in shapes}
+    if compile_too:
+        out["bmm float32, torch.compile"] = {s: ensemble_step(*s, kind, torch.float32, "bmm", compiled=True)
+                                             for s in shapes}
+    out["author's loop, 1 seed"] = {s: step_fn(*s, kind) for s in shapes}
+    return out
+
+
+def measure(table: dict[str, dict], rounds: int, budget: float) -> dict[str, dict]:
+    """{row: {shape: [steps per CPU second, one per round]}} (rounds interleaved)."""
+    rates = {r: {s: [] for s in fns} for r, fns in table.items()}
+    for n in range(rounds + 1):
+        for r, fns in table.items():
+            for s, fn in fns.items():
+                steps, start = 0, time.process_time()
+                while steps < 1 or time.process_time() - start < budget:
+                    fn()
+                    steps += 1
+                if n:
+                    rates[r][s].append(steps / (time.process_time() - start))
+    return rates
+
+
+def cost_of_reference(rate: dict) -> float:
+    """Seconds of one core for the six reference settings at SPEC's steps, from steps/s per shape
+    (nan when a shape was not measured)."""
+    from empirical.parts.training import SPEC_STEPS
+
+    return sum(steps / rate[(layers, heads)] if (layers, heads) in rate else float("nan")
+               for (kind, layers, heads), steps in SPEC_STEPS.items())
+
+
+def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
+    best = {r: {s: max(v) for s, v in by.items()} for r, by in rates.items()}
+    median = {r: {s: statistics.median(v) for s, v in by.items()} for r, by in rates.items()}
+    ref, author = best["bmm float32"], best["author's loop, 1 seed"]
+    shapes = list(ref)
+    head = ["formulation"] + [f"{l} x {h}: steps/s (vs bmm)" for l, h in shapes] + ["six settings: 5 seeds / author's 1"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rates:
+        cells = [f"{best[r][s]:.1f} ({best[r][s] / ref[s]:.2f}x; median {median[r][s]:.1f})" for s in shapes]
+        ratio = "" if r.startswith("author") else f"{cost_of_reference(best[r]) / cost_of_reference(author):.2f}"
+        lines.append("| " + " | ".join([r] + cells + [ratio]) + " |")
+    per_shape = ", ".join(f"{l} x {h} {author[(l, h)] / ref[(l, h)]:.2f}" for l, h in shapes)
+    machine = usage.machine()
+    text = "\n".join([
+        f"machine: {machine['cpu']} ({machine['logical_cpus']} logical CPUs, {machine['owned_cores']} owned); "
+        f"torch {torch.__version__}, 1 thread; kind {args.kind}",
+        f"load average (1 min): {before['load']} at the start, {after['load']} at the end; "
+        f"{after['wall'] - before['wall']:.0f} s wall",
+        f"steps per second of process CPU time, fastest of {args.rounds} interleaved rounds of {args.budget} s "
+        "(median beside it); ensembles train 5 seeds per step, the author's loop 1",
+        "", *lines, "",
+        f"5 seeds of bmm cost this many times the author's 1 seed per step: {per_shape}",
+        "one member of the 5 (a seed's share of the ensemble step) costs this many times the author's step: "
+        + ", ".join(f"{l} x {h} {author[(l, h)] / ref[(l, h)] / len(SEEDS):.2f}" for l, h in shapes),
+        "six settings: SPEC's steps to stop per setting (softmax and ReLU), 5 seeds in one ensemble at the 5-seed rate "
+        "(an upper bound: stopped members leave it), against the author's loop one seed per setting",
+    ])
+    data = {"machine": machine, "torch": torch.__version__, "kind": args.kind, "rounds": args.rounds,
+            "budget_s": args.budget, "load_start": before["load"], "load_end": after["load"],
+            "steps_per_cpu_second": {r: {f"{l}x{h}": v for (l, h), v in by.items()} for r, by in rates.items()}}
+    return text, data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds after a warm-up round")
+    parser.add_argument("--budget", type=float, default=0.25, help="CPU seconds per row, shape and round")
+    parser.add_argument("--kind", default="softmax", choices=("softmax", "relu"))
+    parser.add_argument("--compile", action="store_true", help="add bmm under torch.compile (slow to compile)")
+    parser.add_argument("--json", default=None, help="also write the rates to this file")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    before = {"load": usage.load_average(), "wall": time.perf_counter()}
+    rates = measure(rows(args.kind, args.compile), args.rounds, args.budget)
+    after = {"load": usage.load_average(), "wall": time.perf_counter()}
+    text, data = report(rates, before, after, args)
+    print(text)
+    if args.json:
+        from constructions.files import write_json
+
+        write_json(args.json, data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
