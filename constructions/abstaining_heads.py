@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 from . import attention, reference, task
 from .errors import BadInput
+from .numbers import interval_up
 
 FLAGS = (task.BOS_FLAG, task.TRIGGER_FLAG)  # plus content_flag(d)
 
@@ -245,7 +246,8 @@ class CurvePoint:
 
 def certified_point(name: str, gap: float, L: int, d: int = 4) -> CurvePoint:
     """Interval-arithmetic bounds (mpmath.iv) at one numeric gap, over every trigger position
-    and every input of length L with content in [-1, 1]."""
+    and every input of length L with content in [-1, 1]. Each figure is an interval's upper end
+    rounded toward +inf (``numbers.interval_up``), whatever the interval context's precision."""
     from mpmath import iv
 
     ops = attention.ops("interval")
@@ -254,11 +256,11 @@ def certified_point(name: str, gap: float, L: int, d: int = 4) -> CurvePoint:
     for j in range(2, L):
         P = pattern(net, L, j, ops)
         for i, (a0, dev) in enumerate(row_errors(P, j, ops.one)):
-            err = max(err, float(iv.mpf(a0).b), float(iv.mpf(dev).b))
+            err = max(err, interval_up(a0), interval_up(dev))
             if i >= 1:
-                bos = max(bos, float(iv.mpf(a0).b))
+                bos = max(bos, interval_up(a0))
             if i != j:
-                row = max(row, float(sum(P[i][1:], P[i][0]).b))
+                row = max(row, interval_up(sum(P[i][1:], P[i][0])))
     return CurvePoint(gap, err, bos, row)
 
 

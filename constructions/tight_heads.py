@@ -127,3 +127,51 @@ def equal_content_report(net: reference.Network, L: int, c: Any = 0) -> dict[str
                     low[key] = (a, (i, j))
     return {"eta": worst, "min_bos_pre": low["pre"][0], "where": low["pre"][1],
             "min_bos_nontrigger": low["nontrigger"][0], "where_nontrigger": low["nontrigger"][1]}
+
+
+def _rational(x: Any) -> Fraction:
+    """An exact sympy / Fraction rational as a Fraction (these heads' patterns and value maps are
+    rational: exp(log r) = r); anything else is refused rather than guessed."""
+    import sympy
+
+    q = sympy.Rational(x) if not isinstance(x, Fraction) else x
+    if isinstance(q, Fraction):
+        return q
+    if not q.is_Rational:
+        raise BadInput(f"expected an exact rational, got {x!r}")
+    return Fraction(int(q.p), int(q.q))
+
+
+def all_inputs_report(net: reference.Network, L: int) -> dict[str, Any]:
+    """Exact max-abs error over EVERY input of length L (content in [-1, 1]^(d-3), every trigger
+    position), with where it occurs: (trigger j, query i, coordinate r, contents per position).
+
+    These heads' scores read the flags only, so their pattern does not depend on the contents and
+    each output coordinate is affine in them: error_{i,r} = a + sum_{k,c} b_{k,c} x_{k,c}. Its
+    largest absolute value over the box is |a| + sum |b| exactly, at contents
+    sign(a) * sign(b_{k,c}) (a vertex); the pattern is evaluated once per j in sympy (exact)."""
+    from .abstaining_heads import pattern
+    from .attention import ops
+
+    layer, d, n = net.layers[0], net.d, net.d - 3
+    WV = [[_rational(v) for v in row] for row in layer.W_V[0]]
+    WO = [[_rational(v) for v in row] for row in layer.W_O]
+    V = [[sum((WO[r][m] * WV[m][c] for m in range(d)), Fraction(0)) for c in range(d)] for r in range(d)]
+    content = list(range(task.CONTENT_START, d - 1))
+    worst, where = Fraction(0), None
+    for j in range(2, L):
+        P = [[_rational(a) for a in row] for row in pattern(net, L, j, ops("sympy"))]
+        flags = task.make_sequence([[0] * n] * (L - 1), j)  # every token's flags, content 0
+        target = [Fraction(1, j) if 1 <= k <= j else Fraction(0) for k in range(L)]
+        for i in range(L):
+            for r in range(d):
+                t = target if i == j else [Fraction(0)] * L
+                a = sum((P[i][k] * V[r][f] * flags[k][f] for k in range(i + 1) for f in range(d)), Fraction(0))
+                a -= sum((t[k] * flags[k][r] for k in range(L)), Fraction(0))
+                b = [[(P[i][k] * V[r][c] if k <= i else 0) - (t[k] if c == r else 0) for c in content] for k in range(1, L)]
+                e = abs(a) + sum((abs(x) for row in b for x in row), Fraction(0))
+                if e > worst:
+                    s = 1 if a >= 0 else -1
+                    worst, where = e, {"trigger": j, "query": i, "coordinate": r,
+                                       "contents": [[s if x >= 0 else -s for x in row] for row in b]}
+    return {"eta": worst, "where": where}

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Sequence
 
 from . import attention, reference, softmax_head, task
 from .errors import BadInput, NotExpressible
+from .numbers import interval_digits, interval_down, interval_up
 
 VERIFIED, FAILED = "verified exactly", "failed"
 
@@ -266,10 +267,26 @@ def _rational_beta(beta: Any) -> Fraction:
     return Fraction(beta)
 
 
-def _exact_t(beta: Fraction) -> Any:
-    from mpmath import iv, mp
+ENCLOSURE_DPS = 30  # digits of the interval context while a verifier encloses Q(e^beta) values
 
-    iv.dps = max(mp.dps, 30)
+
+def enclosure_precision(fn):
+    """Run ``fn`` with the interval context at ``ENCLOSURE_DPS`` digits (at least), restored on
+    return: never a global change, so other interval users keep their precision."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with interval_digits(ENCLOSURE_DPS):
+            return fn(*args, **kwargs)
+
+    return wrapped
+
+
+def _exact_t(beta: Fraction) -> Any:
+    """e^beta as an interval at the current context's precision (``enclosure_precision``)."""
+    from mpmath import iv
+
     return iv.exp(iv.mpf(beta.numerator) / beta.denominator)
 
 
@@ -277,6 +294,7 @@ def _exact_t(beta: Fraction) -> Any:
 # Softmax: evaluator == closed forms in Q(e^beta), |error| <= closed-form bound.
 
 
+@enclosure_precision
 def verify_softmax(net: reference.Network, beta: Any, cfg: task.TaskConfig,
                    values: Iterable[Any] = task.DEFAULT_VALUES, label: str = "softmax") -> Verdict:
     """Check the BOS-gap head against ``softmax_head``'s closed forms on every sequence."""
@@ -326,7 +344,7 @@ def verify_softmax(net: reference.Network, beta: Any, cfg: task.TaskConfig,
                                f"differs from the closed form {closed[i][c]}")
                 box = abs(enclose(e))
                 if box.b > worst_hi:
-                    worst_hi, worst = float(box.b), (X, j, e, box)
+                    worst_hi, worst = interval_up(box), (X, j, e, box)
                 on_bound = any(e == b or e == -b for b in bounds)
                 if not failure and not on_bound and not box.b < bound_low:
                     failure = (f"sequence {n} (trigger {j}): |error| at position {i}, coordinate {c} "
@@ -340,14 +358,14 @@ def verify_softmax(net: reference.Network, beta: Any, cfg: task.TaskConfig,
                "and max |error| <= max((L-1)/(e^b+L-1), e^-b/(2+e^-b)) (certified)"),
         d=cfg.d, L=cfg.L, values=tuple(str(v) for v in values), sequences=n,
         worst_error=f"{e!r} with E = e^{beta}, in {box}",
-        worst_error_float=float(box.b),
-        largest_bos_weight=f"in {largest_bos}", largest_bos_weight_float=float(largest_bos.b),
+        worst_error_float=interval_up(box),
+        largest_bos_weight=f"in {largest_bos}", largest_bos_weight_float=interval_up(largest_bos),
         worst_sequence=_rows(X), worst_trigger=j, failure=failure,
         seconds=time.perf_counter() - start,
         details={
             "beta": str(beta),
-            "closed_form_bound": float(max(b.enclose(t).b for b in bounds)),
-            "min_bos_mass_off_trigger": float(min_mass_off.a),
-            "max_bos_mass_at_trigger": float(max_mass_at.b),
+            "closed_form_bound": max(interval_up(b.enclose(t)) for b in bounds),
+            "min_bos_mass_off_trigger": interval_down(min_mass_off),
+            "max_bos_mass_at_trigger": interval_up(max_mass_at),
         },
     )

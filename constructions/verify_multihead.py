@@ -21,7 +21,9 @@ from typing import Any, Iterable
 
 from . import cancelling_heads, reference, task
 from .errors import BadInput
-from .verify import FAILED, VERIFIED, ExpRational, Verdict, _exact_t, _rational_beta, _rows, exp_field_ops
+from .numbers import interval_up
+from .verify import (FAILED, VERIFIED, ExpRational, Verdict, _exact_t, _rational_beta, _rows, enclosure_precision,
+                     exp_field_ops)
 
 
 def _check_cancelling_masses(patterns, j: int, beta: Fraction, exp) -> str:
@@ -35,6 +37,7 @@ def _check_cancelling_masses(patterns, j: int, beta: Fraction, exp) -> str:
     return ""
 
 
+@enclosure_precision
 def verify_cancelling(net: reference.Network, beta: Any, cfg: task.TaskConfig,
                       values: Iterable[Any] = task.DEFAULT_VALUES, label: str = "cancelling") -> Verdict:
     """``build`` or ``build_stack``: closed-form masses and errors on every sequence, exactly."""
@@ -62,7 +65,7 @@ def verify_cancelling(net: reference.Network, beta: Any, cfg: task.TaskConfig,
                     continue
                 box = abs(e.enclose(t))
                 if box.b > worst_hi:
-                    worst_hi, worst = float(box.b), (X, j, e, box)
+                    worst_hi, worst = interval_up(box), (X, j, e, box)
                 if not failure and not any(e == b or e == -b for b in bounds) and not box.b < bound_low:
                     failure = f"sequence {n} (trigger {j}): |error| not certified below the closed-form worst case"
     X, j, e, box = worst
@@ -73,12 +76,12 @@ def verify_cancelling(net: reference.Network, beta: Any, cfg: task.TaskConfig,
         claim=("in Q(e^beta): every BOS mass equals its closed form (1/(i+1) off the trigger in every head), "
                "error 0 off the trigger, S_j * factor at it, <= max_j [e^-b/(j+e^-b) + j/(j+e^b)] (certified)"),
         d=cfg.d, L=cfg.L, values=tuple(str(v) for v in values), sequences=n,
-        worst_error=f"{e!r} with E = e^{beta}, in {box}", worst_error_float=float(box.b),
+        worst_error=f"{e!r} with E = e^{beta}, in {box}", worst_error_float=interval_up(box),
         largest_bos_weight=f"{off} off the trigger; head 2 at the trigger j = 2 in {at}",
-        largest_bos_weight_float=float(at.b), worst_sequence=_rows(X), worst_trigger=j, failure=failure,
+        largest_bos_weight_float=interval_up(at), worst_sequence=_rows(X), worst_trigger=j, failure=failure,
         seconds=time.perf_counter() - start,
-        details={"beta": str(beta), "max_bos_mass_off_trigger": float(off), "max_bos_mass_at_trigger": float(at.b),
-                 "closed_form_worst_error": float(max(b.enclose(t).b for b in bounds))},
+        details={"beta": str(beta), "max_bos_mass_off_trigger": float(off), "max_bos_mass_at_trigger": interval_up(at),
+                 "closed_form_worst_error": max(interval_up(b.enclose(t)) for b in bounds)},
     )
 
 

@@ -53,6 +53,7 @@ BACKENDS = ("process", "ray", "serial")
 JOB_FUNCTIONS = (
     "empirical.train:train_job",
     "empirical.beyond:train_run",
+    "empirical.worstcase:worst_case_job",  # the worst-case setting (issue 17; empirical.t1_end_to_end)
     "empirical.sweep:_echo_job",  # test-only, documented below
 )
 RAY_INSTALL_HINT = "--backend ray needs the optional extra: pip install -e '.[ray]'"

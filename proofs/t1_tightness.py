@@ -7,13 +7,18 @@ the equal-content sequences with one content c. Statement: "a softmax head with 
 trigger j, L >= 4) has a_i0 >= 1 - (99/100) f_pre(eta) at their queries before the trigger".
 Counterexample: ``constructions.tight_heads.build_t1a`` at c = 0, L = 4: its error there is
 exactly eta = 1/1000 and 1 - a_20 (trigger at 3) = (0.9998...) f_pre(eta) (exact evaluator in
-sympy). The untightened bound holds on it. The statement over *all* inputs (mixed contents) with
-the tightened constant is not refuted: this head ignores the trigger's own content (its weight
-C -> 0), so its error on mixed contents is large; see proofs/README.md.
+sympy). The untightened bound holds on it. The refutation holds at L = 4 only: for L >= 5 and
+eta <= 1/120 the tightened per-content form follows from ``t1_pre_trigger_sharp`` (whose lemmas
+use the same hypotheses), since 2 eta/(m_5 + eta) <= (99/100) f_pre(eta) there (checked
+exactly in the evidence). The statement over *all* inputs with the tightened constant is not
+refuted either: this head ignores the trigger's own content (its weight C -> 0), so over every
+input its max-abs error is 1999/2002 ~ 0.9985 (trigger at 2, contents (1, -1, 1) up to sign,
+the trigger query's content coordinate; ``tight_heads.all_inputs_report``), not eta.
 
 ``t1b_tightened_per_content`` (refuted). The same for T1(b) with (99/100) f_all at L >= 5:
 ``tight_heads.build_t1b`` has exact error eta = 1.0000000352e-4 on content 0, L = 5, and at the
 query 4 after the trigger 1 - a = 0.99879 f_all(eta). (T1(b)'s eta-interval is [0, 1/120].)
+Over every input its max-abs error is 16006445/20016006446 ~ 8.0e-4, eight times its eta.
 
 ``t1_pre_trigger_sharp`` (proved). For L >= 5 and eta <= 1/120, every query before the trigger
 has a_i0 >= 1 - 2 eta/(m_5(eta) + eta), m_5 = 2/3 - eta + (2 - 48 eta)(1/6 - 2 eta)/(1 + 48 eta)
@@ -44,6 +49,7 @@ from .trigger_row_ratio_bound import lower_gap
 from .verdict import Evidence, Verdict, timed
 
 TIGHTENING = Fraction(99, 100)
+TIGHTEN = sympy.Rational(TIGHTENING.numerator, TIGHTENING.denominator)
 L_TIGHT = 4
 SHARP_INTERVAL = sympy.Interval(0, sympy.Rational(1, 120))
 SHARP_L_MIN = ratio_l_min  # the pinned ratio needs the trigger positions 2, 3, 4
@@ -74,6 +80,12 @@ def _tight_body(ev: Evidence, label: str, net, L: int, bound, mass_key: str, whe
         ev.step(False, f"no counterexample at this tightening (ratio {float(ratio):.6f}); one head proves nothing")
         return
     i, j = r[where_key]
+    whole = tight_heads.all_inputs_report(net, L)
+    w = whole["where"]
+    ev.step(bool(whole["eta"] >= eta), f"over EVERY input (mixed contents, every trigger) its max-abs error is {whole['eta']} = "
+            f"{float(whole['eta']):.4g} = {float(whole['eta'] / eta):.4g} x eta (trigger {w['trigger']}, query "
+            f"{w['query']}, coordinate {w['coordinate']}, contents {[c[0] for c in w['contents']]} up to sign; exact): "
+            f"the statement over all inputs is not touched by this head")
     ev.refute(f"{label} at c = 0, L = {L}: eta = {float(eta):.10g} (exact), query {i} with the trigger at {j} has "
               f"1 - a = {float(ratio):.6f} x bound(eta) > {TIGHTENING} x bound(eta)")
 
@@ -81,6 +93,12 @@ def _tight_body(ev: Evidence, label: str, net, L: int, bound, mass_key: str, whe
 def check_tightened() -> Verdict:
     def body(ev: Evidence) -> None:
         _tight_body(ev, "tight_heads.build_t1a()", tight_heads.build_t1a(), L_TIGHT, f_pre, "min_bos_pre", "where")
+        gap = sympy.minimum(sympy.cancel((TIGHTEN * f_pre(e) - f_pre_sharp()) / e), e, SHARP_INTERVAL)
+        ev.step(bool(gap > 0), f"refuted at L = {L_TIGHT} only: for L >= 5 and eta <= 1/120, t1_pre_trigger_sharp (its lemmas "
+                f"use the same hypotheses, the BOS query and the equal-content sequences of one content) gives "
+                f"1 - a_i0 <= 2 eta/(m_5 + eta), and "
+                f"(99/100) f_pre(eta) - 2 eta/(m_5 + eta) >= {float(gap):.4g} eta > 0 there (exact minimum), so the "
+                f"tightened per-content form holds at L >= 5 on that range")
         ev.case("d = 4, L = 4, content 0, trigger positions 2 and 3; exact rationals (scores log of rationals)")
 
     return timed("t1a_tightened_per_content", f"a softmax head with max-abs error <= eta <= 1/12 on the BOS query and the "

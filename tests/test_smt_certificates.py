@@ -111,3 +111,25 @@ def test_no_certificate_and_no_z3_answer_is_not_a_proof(monkeypatch):
                         lambda self, text, timeout_s: hardkill.Answer("unknown", 0.0, "planted"))
     r = search_counterexample(reference_instance(2, 3, EPS), F(1, 2), "chain", **WORK)
     assert r.status == "unknown" and "value box" in r.reason
+
+
+def test_degenerate_combinations_are_refused():
+    """A combination that sums to 0 <= 0 (or 0 <= positive) is no contradiction; only 0 <= negative,
+    or 0 <= 0 with a strict row used with a positive multiplier, is (issue 17, item 6)."""
+    x_le_0, minus_x_le_0 = Row((("x", F(1)),), "<=", F(0)), Row((("x", F(-1)),), "<=", F(0))
+    x_lt_5, x_eq_0 = Row((("x", F(1)),), "<", F(5)), Row((("x", F(1)),), "=", F(0))
+    x_lt_0, x_le_m1 = Row((("x", F(1)),), "<", F(0)), Row((("x", F(1)),), "<=", F(-1))
+    rows = [x_le_0, minus_x_le_0, x_lt_5, x_eq_0, x_lt_0, x_le_m1]
+
+    def check(y):
+        return farkas.check_infeasible(rows, farkas.Certificate({i: F(v) for i, v in y.items()}))
+
+    assert not check({})  # nothing combined: 0 <= 0
+    assert not check({0: 1, 1: 1})  # x - x <= 0: 0 <= 0, no strict row
+    assert not check({0: 1, 1: 1, 2: 0})  # a strict row with multiplier 0 is not used
+    assert not check({3: -1, 0: 1})  # an equation with a negative multiplier: 0 <= 0
+    assert not check({2: 1, 1: 1})  # x - x < 5: 0 < 5 holds
+    assert check({4: 1, 1: 1})  # x < 0 and -x <= 0: 0 < 0
+    assert check({5: 1, 1: 1})  # x <= -1 and -x <= 0: 0 <= -1
+    assert check({5: 1, 3: -1})  # x <= -1 and x = 0: 0 <= -1
+    assert not check({5: -1, 1: -1})  # negative multipliers on inequalities are refused

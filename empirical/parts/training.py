@@ -96,6 +96,7 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     from empirical.device import owned_cores
     from empirical.sweep import run_sweep
 
+    own_runs = runs is None  # the worst-case setting runs with the part's own runs only (tests pass tiny ones)
     from empirical.fastest import choose_for_host
 
     runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)
@@ -121,13 +122,21 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
         cert_tables, cert_claims, certificates = _certificates(summaries, quick)
     with after.phase("ablations"):
         functional = _functional_sinks(Path(results_dir), summaries)
+    worst = None
+    if own_runs:  # tests that pass their own runs skip it, so their phases stay the three above
+        with after.phase("worst-case setting"):
+            worst = _worst_case(Path(results_dir), quick, device, workers)
     return {
-        "claims": _claims(summaries, figures) + cert_claims + functional["claims"],
+        "claims": _claims(summaries, figures) + cert_claims + functional["claims"] + (worst["claims"] if worst else []),
         "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables
+                  + (worst["tables"] if worst else [])
                   + [usage.jobs_table([(_label(g), outcome.records[j.run_id]) for g, j in planned],
                                       "Training jobs: what each (run, seed group) job cost"),
-                     usage.phases_table(after.read(), "Training part after its jobs: figures, certificates, ablations")],
+                     usage.phases_table(after.read(), "Training part after its jobs: figures, certificates, ablations, "
+                                                      "worst-case setting (its training jobs' CPU is in their "
+                                                      "worker processes, not in this row)")],
         "certificates": certificates,
+        "worst_case": worst["details"] if worst else None,
         "functional_sinks": functional["rows"],
         "runs": {f"{k}-{l}x{h}": _run_digest(s, [j.run_id for g, j in planned if (g.run.kind, g.run.layers,
                                                                                   g.run.heads) == (k, l, h)])
@@ -150,6 +159,13 @@ def _certificates(summaries: dict, quick: bool):
     from empirical.certify_parts import training_certificates
 
     return training_certificates(summaries, quick)
+
+
+def _worst_case(results_dir: Path, quick: bool, device: str, workers: int) -> dict:
+    """The worst-case setting trained and certified: T1 in full (issue 17; ``empirical.t1_end_to_end``)."""
+    from empirical import t1_end_to_end
+
+    return t1_end_to_end.run(results_dir, quick, device, workers)
 
 
 def _functional_sinks(results_dir: Path, summaries: dict) -> dict:

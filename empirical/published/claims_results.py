@@ -67,8 +67,9 @@ def t1_proved(R: Records) -> str:
     return (f"{_verdict(a, b, c)}{kernel}: (a) {a['verdict']}, (b) {b['verdict']}, (c) {c['verdict']} ({proved}/{len(cites)} "
             f"cited lemmas proved in the same run); after the trigger at L = 4: {words['t1_after_trigger_L4']}; "
             f"T1(a) with 99/100 f_pre on its proof's hypotheses: {words['t1a_tightened_per_content']} by an exact "
-            f"tight head ([`t1_tightness`](proofs/t1_tightness.py)); T1(b) with 99/100 f_all likewise: "
-            f"{words['t1b_tightened_per_content']} (a head at 0.9988 f_all, L = 5); for L >= 5, 1 - a_i0 <= "
+            f"tight head at L = 4 only ([`t1_tightness`](proofs/t1_tightness.py); over every input that head errs by "
+            f"0.9985); T1(b) with 99/100 f_all likewise: {words['t1b_tightened_per_content']} (a head at 0.9988 "
+            f"f_all, L = 5; 8.0e-4 over every input); for L >= 5, 1 - a_i0 <= "
             f"2 eta + O(eta^2) before the trigger: {words['t1_pre_trigger_sharp']}"
             f"{_kernel(R, ('t1_pre_trigger_sharp',))}")
 
@@ -201,6 +202,7 @@ def certified(R: Records) -> str:
         text += f"; constructions certify to their closed forms: {R.claim('constructions', 'constructions_certified')['verdict']}"
     except NotInRun:
         pass
+    text += _t1_in_full(R)
     stacks = []
     for shape in ("2x2", "4x4"):
         try:
@@ -210,6 +212,21 @@ def certified(R: Records) -> str:
         stacks.append(f"{shape.replace('x', ' x ')} {s['verdict']} ({s['evidence'].split(' (')[0].split(';')[0]})")
     return text + (f"; trained stacks, every head that sinks on the eval set certified >= 1/2 on every input: "
                    f"{', '.join(stacks)}" if stacks else "")
+
+
+def _t1_in_full(R: Records) -> str:
+    """The worst-case setting's clause (``empirical.t1_end_to_end``): T1 (b) end to end, eta's bracket."""
+    try:
+        full, bracket = R.claim("training", "t1_in_full"), R.claim("training", "eta_bracket")
+        rows = R.details("training")["worst_case"]["results"]
+    except (NotInRun, KeyError, TypeError):
+        return "; T1 in full (worst-case setting): not in this run"
+    etas = [r["certificate"]["eta"] for r in rows]
+    applies = sum(r["certificate"]["t1"]["bounds"]["all_applies"] for r in rows)
+    return (f"; T1 in full on worst-case trained heads ({_n(len(rows), 'seed')}, `empirical.worstcase`): eta_up "
+            f"{span([e['eta_up'] for e in etas], 2)}, T1 (b) applies to {applies}/{len(rows)}, its bound below every "
+            f"certified minimum: {full['verdict']}; eta_up / eta_lo <= 1.1: {bracket['verdict']} "
+            f"({', '.join(fmt(e['ratio'], 3) for e in etas)})")
 
 
 def _per_seed_sinking(run: Any, level: float) -> list[int]:

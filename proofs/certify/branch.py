@@ -90,10 +90,12 @@ def exponent_lower(E: Exponent, lo: np.ndarray, hi: np.ndarray) -> ExponentBound
 @dataclass
 class Bound:
     ub: np.ndarray  # [N] upper bound of Phi over each box
+    core: np.ndarray  # [N] the same bound without the rounding allowance: what splitting can reduce
     direction: np.ndarray  # [N, n] +-1: the vertex a candidate is taken at
     monotone: np.ndarray  # [N, n] +1 Phi increasing in c_k on the box, -1 decreasing, 0 unknown
     score: np.ndarray  # [N, n] how much each coordinate's width costs (for branching)
     exponents: np.ndarray  # [N, T] the per-term bounds used (for the interval recomputation)
+    convex: np.ndarray | None = None  # [N, n] Phi certified convex along c_k on the box (None: nowhere)
 
 
 @dataclass
@@ -110,13 +112,32 @@ class ExpSum:
         bounds = [(exponent_upper if self.sign > 0 else exponent_lower)(E, lo, hi) for _, E in self.terms]
         ws = [w for w, _ in self.terms]
         ub = self.sign * sum(w * np.exp(b.ub) for w, b in zip(ws, bounds))
+        core = self.sign * sum(w * np.exp(b.ub - self.sign * E.slack()) for (w, E), b in zip(self.terms, bounds))
         pull = sum(w * np.exp(b.centre)[:, None] * b.grad for w, b in zip(ws, bounds))
         direction = np.where(self.sign * pull >= 0, 1.0, -1.0)
         inc = np.all([b.dlo > 0 for b in bounds], axis=0)
         dec = np.all([b.dhi < 0 for b in bounds], axis=0)
         monotone = self.sign * (inc.astype(float) - dec.astype(float))
         score = (hi - lo) * np.max([b.dhi - b.dlo for b in bounds], axis=0)
-        return Bound(ub, direction, monotone, score, np.stack([b.ub for b in bounds], axis=1))
+        return Bound(ub, core, direction, monotone, score, np.stack([b.ub for b in bounds], axis=1),
+                     self._convex(bounds))
+
+    def _convex(self, bounds: list[ExponentBounds]) -> np.ndarray | None:
+        """Per box and coordinate k: is Phi convex along c_k on the box? For a positive sum of
+        exp(E) it is when every term is: d2/dc_k2 exp(E) = exp(E) ((dE/dc_k)^2 + d2E/dc_k2) and
+        d2E/dc_k2 = 2 S_kk plus, for s = +1, the kinks of the |.| terms (convex, so >= 0). So
+        S_kk >= 0, or (dE/dc_k)^2 >= -2 S_kk everywhere on the box (from the certified derivative
+        interval), suffices. Then the maximum over the box is on one of its two faces c_k = lo_k,
+        c_k = hi_k: the search splits into faces there instead of halves."""
+        if self.sign < 0 or any(E.s < 0 for _, E in self.terms):
+            return None
+        ok = None
+        for (_, E), b in zip(self.terms, bounds):
+            skk = np.diag(E.S)[None, :]
+            sq = np.where((b.dlo > 0) | (b.dhi < 0), np.minimum(b.dlo ** 2, b.dhi ** 2), 0.0)
+            term = (skk >= 0) | (sq * (1 - 1e-9) > -2 * skk + E.slack())
+            ok = term if ok is None else ok & term
+        return ok
 
     def certified(self, exponents: np.ndarray) -> float:
         """max over boxes of the bound, recomputed in mpmath interval arithmetic (upper end)."""
@@ -152,10 +173,13 @@ class SigmoidSum:
         Fs = [(exponent_upper if up else exponent_lower)(F, lo, hi) for _, F in self.terms]
         logs = [_log_sigmoid(F.ub) - _log_sigmoid(G.ub) for F in Fs]
         ub = self.sign * sum(w * np.exp(x) for (w, _), x in zip(self.terms, logs))
+        g = _log_sigmoid(G.ub + self.sign * self.bos.slack())
+        core = self.sign * sum(w * np.exp(_log_sigmoid(F.ub - self.sign * E.slack()) - g)
+                               for (w, E), F in zip(self.terms, Fs))
         pull = sum(w * (F.grad - G.grad) for (w, _), F in zip(self.terms, Fs))
         direction = np.where(self.sign * pull >= 0, 1.0, -1.0)
         score = (hi - lo) * (np.max([np.abs(F.grad) + F.dhi - F.dlo for F in Fs], axis=0) + np.abs(G.grad))
-        return Bound(ub, direction, np.zeros_like(lo), score, np.stack([F.ub for F in Fs] + [G.ub], axis=1))
+        return Bound(ub, core, direction, np.zeros_like(lo), score, np.stack([F.ub for F in Fs] + [G.ub], axis=1))
 
     def certified(self, exponents: np.ndarray) -> float:
         from mpmath import iv
@@ -181,7 +205,7 @@ class Result:
     best: float  # Phi at ``witness`` (float64)
     witness: np.ndarray  # [n]
     nodes: int
-    closed: bool  # the gap closed to the tolerance (False: node budget reached)
+    closed: bool  # the search finished: every box pruned, or within the tolerance up to the rounding allowance
     open_boxes: int = 0
 
 
@@ -200,12 +224,14 @@ def _reduce(obj, lo: np.ndarray, hi: np.ndarray, rounds: int = 4) -> tuple[np.nd
 
 def maximise(obj, n: int, rtol: float = 1e-9, max_nodes: int = 20_000, batch: int = 256) -> Result:
     """Certified maximum of ``obj`` over [-1, 1]^n: ``upper`` >= every value; ``best`` is
-    attained at ``witness``; the search stops when upper <= best + rtol |best| or after
-    ``max_nodes`` boxes."""
+    attained at ``witness``. A box is split until its bound without the rounding allowance
+    (``Bound.core``) is within ``rtol`` of ``best``: splitting cannot shrink the allowance, so
+    such a box is retired (kept for the certified figure) rather than split on. The search stops
+    when every box is pruned or retired (closed), or after ``max_nodes`` boxes."""
     best_c = np.zeros(n)
     best = float(obj.value(best_c[None])[0])
     heap: list = []  # (-ub, id); boxes kept in dicts
-    boxes: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}  # lo, hi, exponents, score
+    boxes: dict[int, tuple] = {}  # lo, hi, exponents, core, branching score, convex coordinates
     counter = 0
 
     def push(lo, hi):
@@ -219,35 +245,46 @@ def maximise(obj, n: int, rtol: float = 1e-9, max_nodes: int = 20_000, batch: in
                 best, best_c = float(vals[k]), pts[k].copy()
         for i in range(len(lo)):
             heapq.heappush(heap, (-float(b.ub[i]), counter))
-            boxes[counter] = (lo[i], hi[i], b.exponents[i], b.score[i])
+            boxes[counter] = (lo[i], hi[i], b.exponents[i], float(b.core[i]), b.score[i],
+                              None if b.convex is None else b.convex[i])
             counter += 1
+
+    def good_enough(value: float) -> bool:
+        return value <= best + rtol * abs(best) + PRUNE_MARGIN * abs(best)
 
     push(-np.ones((1, n)), np.ones((1, n)))
     nodes = 1
-    points: list[tuple[float, np.ndarray]] = []  # boxes reduced to one point: closed leaves
+    retired: list[tuple[float, np.ndarray]] = []  # boxes split no further: points, or within tolerance but for rounding
     while heap and nodes < max_nodes:
-        if -heap[0][0] <= best + rtol * abs(best) + PRUNE_MARGIN * abs(best):
+        if good_enough(-heap[0][0]):
             break
         los, his = [], []
         while heap and len(los) < 2 * batch:
             negub, i = heapq.heappop(heap)
-            lo, hi, ex, sc = boxes.pop(i)
+            lo, hi, ex, core, sc, cv = boxes.pop(i)
             if -negub < best - PRUNE_MARGIN * abs(best):
                 continue
-            if not (hi > lo).any():
-                points.append((-negub, ex))
+            if not (hi > lo).any() or good_enough(core):
+                retired.append((-negub, ex))
                 continue
-            k = int(np.argmax(np.where(hi > lo, sc + 1e-300, -1.0)))
-            mid = (lo[k] + hi[k]) / 2
-            left_hi, right_lo = hi.copy(), lo.copy()
-            left_hi[k], right_lo[k] = mid, mid
+            free = hi > lo
+            faces = free & cv if cv is not None else np.zeros_like(free)
+            if faces.any():  # convex along c_k: the maximum is on a face, c_k = lo_k or hi_k
+                k = int(np.argmax(np.where(faces, sc + 1e-300, -1.0)))
+                left_hi, right_lo = hi.copy(), lo.copy()
+                left_hi[k], right_lo[k] = lo[k], hi[k]
+            else:
+                k = int(np.argmax(np.where(free, sc + 1e-300, -1.0)))
+                mid = (lo[k] + hi[k]) / 2
+                left_hi, right_lo = hi.copy(), lo.copy()
+                left_hi[k], right_lo[k] = mid, mid
             los += [lo, right_lo]
             his += [left_hi, hi]
         if los:
             push(np.array(los), np.array(his))
             nodes += len(los)
+    closed = not heap or good_enough(-heap[0][0])
     margin = best - PRUNE_MARGIN * abs(best)
-    live = [boxes[i][2] for negub, i in heap if -negub >= margin] + [ex for ub, ex in points if ub >= margin]
+    live = [boxes[i][2] for negub, i in heap if -negub >= margin] + [ex for ub, ex in retired if ub >= margin]
     upper = max(best, obj.certified(np.array(live))) if live else best
-    closed = upper <= best + rtol * abs(best) + 2 * PRUNE_MARGIN * abs(best) + 1e-300
     return Result(upper, best, best_c, nodes, closed, len(live))

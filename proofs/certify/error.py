@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from constructions import reference, task
+from constructions.numbers import fraction_up
 
 from . import branch, heads, replay
 
@@ -44,38 +45,88 @@ def _token_range(V: list[list[Fraction]], r: int, flag: int, d: int) -> tuple[Fr
     return V[r][flag] - spread, V[r][flag] + spread
 
 
-def nontrigger_bound(h: heads.Head, a_lo: float, after: bool) -> Fraction:
-    """Certified bound on |error| at a non-trigger query whose BOS mass is >= a_lo."""
+def value_ranges(h: heads.Head) -> list[tuple[Fraction, tuple[Fraction, Fraction], tuple[Fraction, Fraction]]]:
+    """Per output coordinate r: z_0 = (V e_0)_r, the range of (V x)_r over content tokens, and over
+    content and trigger tokens together (exact; computed once per head)."""
     V, d = [list(r) for r in h.V_exact], h.d
+    out = []
+    for r in range(d):
+        content = _token_range(V, r, task.content_flag(d), d)
+        trig = _token_range(V, r, task.TRIGGER_FLAG, d)
+        out.append((V[r][task.BOS_FLAG], content, (min(content[0], trig[0]), max(content[1], trig[1]))))
+    return out
+
+
+def nontrigger_bound(h: heads.Head, a_lo: float, after: bool, ranges=None) -> Fraction:
+    """Certified bound on |error| at a non-trigger query whose BOS mass is >= a_lo."""
     gap = 1 - heads.exact(a_lo)
     worst = Fraction(0)
-    for r in range(d):
-        z0 = V[r][task.BOS_FLAG]
-        ranges = [_token_range(V, r, task.content_flag(d), d)]
-        if after:
-            ranges.append(_token_range(V, r, task.TRIGGER_FLAG, d))
-        lo, hi = min(x for x, _ in ranges), max(y for _, y in ranges)
+    for z0, content, both in ranges or value_ranges(h):
+        lo, hi = both if after else content
         worst = max(worst, abs(z0), abs(z0 + gap * (lo - z0)), abs(z0 + gap * (hi - z0)))
     return worst
 
 
-def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray):
-    """Ranges over the query box of (BOS, content key, own key) score weights' logs, relative to
-    g_{d-1}(c) for softmax (absolute for sigmoid_norm, whose weights are sigmoid of scores)."""
-    M, d, f = h.M, h.d, task.TRIGGER_FLAG
-    softmax = h.kind == "softmax"
-    ref = task.content_flag(d) if softmax else None
-    exps = {
-        "bos": (heads.score_exponent(M, f, task.BOS_FLAG, 0, False, ref),) * 2,
-        "content": (heads.score_exponent(M, f, task.content_flag(d), -1, False, ref),
-                    heads.score_exponent(M, f, task.content_flag(d), +1, False, ref)),
-        "own": (heads.score_exponent(M, f, None, 0, False, ref),) * 2,
+RANGE_WORK = 300_000  # boxes x n per whole-box range search (its bound is certified either way)
+
+
+def _trigger_exponents(h: heads.Head) -> dict[str, tuple[heads.Exponent, heads.Exponent]]:
+    """(lower, upper) exponents of the BOS, content-key and own-key score weights at a trigger
+    query, as functions of its content: relative to g_{d-1}(c) for softmax (absolute for
+    sigmoid_norm, whose weights are sigmoid of scores)."""
+    d, f = h.d, task.TRIGGER_FLAG
+    ref = task.content_flag(d) if h.kind == "softmax" else None
+    return {
+        "bos": (heads.score_exponent(h, f, task.BOS_FLAG, 0, False, ref),) * 2,
+        "content": (heads.score_exponent(h, f, task.content_flag(d), -1, False, ref),
+                    heads.score_exponent(h, f, task.content_flag(d), +1, False, ref)),
+        "own": (heads.score_exponent(h, f, None, 0, False, ref),) * 2,
     }
-    return {k: (float(branch.exponent_lower(a, lo, hi).ub[0]), float(branch.exponent_upper(b, lo, hi).ub[0]))
-            for k, (a, b) in exps.items()}
 
 
-def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray) -> dict[str, tuple[float, float]]:
+def whole_box_ranges(h: heads.Head, max_nodes: int | None = None) -> dict[str, tuple[float, float]]:
+    """Certified ranges of the three exponents over the WHOLE content box, each by the branch and
+    bound (``branch.maximise`` of exp(+-E)): the content key's best score a + ||b + K c||_1 is
+    convex in c, so the search splits into faces and closes at its maximising vertex; the affine
+    majorant of one box alone would give the triangle inequality instead (about twice as wide on
+    trained heads). Every sub-box's range is intersected with these."""
+    n = h.n
+    max_nodes = max_nodes or max(1_000, RANGE_WORK // n)
+    out = {}
+    for k, (low, high) in _trigger_exponents(h).items():
+        top = _log_up(branch.maximise(branch.ExpSum([(1.0, high)], +1), n, max_nodes=max_nodes).upper)
+        if low.s == -1 and high.s == +1 and low.a == high.a == 0 and not low.p.any() and not high.p.any():
+            out[k] = (-top, top)  # the content key relative to its own flag: +-||b + K c||_1, one search
+            continue
+        bottom = branch.maximise(branch.ExpSum([(1.0, low)], -1), n, max_nodes=max_nodes).upper
+        out[k] = (_log_down(-bottom), top)
+    return out
+
+
+def _log_up(x: float) -> float:
+    """A float >= log(x) (interval arithmetic, rounded outward)."""
+    from mpmath import iv
+
+    return replay.up(iv.log(iv.mpf(x)))
+
+
+def _log_down(x: float) -> float:
+    from mpmath import iv
+
+    return replay.down(iv.log(iv.mpf(x))) if x > 0 else -np.inf
+
+
+def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None):
+    """Ranges over the query box [lo, hi] of the exponents of ``_trigger_exponents`` (the affine
+    majorants of ``branch``, intersected with the whole-box ranges ``whole`` when given)."""
+    out = {k: (float(branch.exponent_lower(a, lo, hi).ub[0]), float(branch.exponent_upper(b, lo, hi).ub[0]))
+           for k, (a, b) in _trigger_exponents(h).items()}
+    if whole:
+        out = {k: (max(a, whole[k][0]), min(b, whole[k][1])) for k, (a, b) in out.items()}
+    return out
+
+
+def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None) -> dict[str, tuple[float, float]]:
     """Enclosures [w-, w+] (floats rounded outward) of the unnormalised weights of BOS, a content
     key and the trigger's own key at trigger queries whose content lies in [lo, hi]."""
     from mpmath import iv
@@ -83,7 +134,8 @@ def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray) -> dict[str, tupl
     def w(x):
         return iv.exp(iv.mpf(x)) if h.kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(x)))
 
-    return {k: (replay.down(w(a)), replay.up(w(b))) for k, (a, b) in _exponent_ranges(h, lo[None], hi[None]).items()}
+    return {k: (replay.down(w(a)), replay.up(w(b)))
+            for k, (a, b) in _exponent_ranges(h, lo[None], hi[None], whole).items()}
 
 
 def _support(V: np.ndarray, a: np.ndarray, j: int, flag: int, lo: np.ndarray, hi: np.ndarray, sign: int) -> np.ndarray:
@@ -96,7 +148,7 @@ def _support(V: np.ndarray, a: np.ndarray, j: int, flag: int, lo: np.ndarray, hi
     return sign * rows[:, :, flag] + content
 
 
-def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray) -> float:
+def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None) -> float:
     """Certified bound on |error| at trigger query j when its content lies in [lo, hi].
 
     Relaxation: each key's weight ranges over its enclosure independently of its own content.
@@ -107,7 +159,7 @@ def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray) -> 
     vertex: BOS and the own key at an end of their ranges and m of the j - 1 interchangeable
     content keys at the top of theirs (m = 0..j-1). Float64 with a rounding allowance."""
     V, d = h.V, h.d
-    w = raw_weights(h, lo, hi)
+    w = raw_weights(h, lo, hi, whole)
     combos = np.array([(wb, m, wo) for m in range(j) for wb in w["bos"] for wo in w["own"]])
     wb, m, wo = combos[:, 0], combos[:, 1], combos[:, 2]
     c_lo, c_hi = w["content"]
@@ -130,7 +182,8 @@ def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[
     coordinate) go to whichever sub-box of any j has the largest bound, so the work goes where
     eta_up is decided. Each j's bound is the largest over its leaves."""
     n = h.n
-    leaves = [(trigger_bound_box(h, j, -np.ones(n), np.ones(n)), j, -np.ones(n), np.ones(n)) for j in range(2, L)]
+    whole = whole_box_ranges(h)
+    leaves = [(trigger_bound_box(h, j, -np.ones(n), np.ones(n), whole), j, -np.ones(n), np.ones(n)) for j in range(2, L)]
     for _ in range(splits):
         leaves.sort(key=lambda t: t[0], reverse=True)
         _, j, lo, hi = leaves.pop(0)
@@ -138,126 +191,41 @@ def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[
         mid = (lo[k] + hi[k]) / 2
         left_hi, right_lo = hi.copy(), lo.copy()
         left_hi[k], right_lo[k] = mid, mid
-        leaves += [(trigger_bound_box(h, j, lo, left_hi), j, lo, left_hi),
-                   (trigger_bound_box(h, j, right_lo, hi), j, right_lo, hi)]
+        leaves += [(trigger_bound_box(h, j, lo, left_hi, whole), j, lo, left_hi),
+                   (trigger_bound_box(h, j, right_lo, hi, whole), j, right_lo, hi)]
     out: dict[int, float] = {}
     for b, j, _, _ in leaves:
         out[j] = max(out.get(j, b), b)
     return out
 
 
+def certified_eta(worst) -> float:
+    """The largest part (an exact Fraction, or a float bound) as a float rounded up: eta_up."""
+    return fraction_up(Fraction(worst)) if isinstance(worst, Fraction) else float(worst)
+
+
 def eta_upper(h: heads.Head, L: int, sink_rows: list[dict], splits: int = TRIGGER_SPLITS) -> dict[str, Any]:
     """eta_up and where it is attained (BOS query, a non-trigger query, or a trigger position)."""
     V = [list(r) for r in h.V_exact]
     parts = {"bos query": max(abs(V[r][task.BOS_FLAG]) for r in range(h.d))}
+    ranges = value_ranges(h)
     for row in sink_rows:
         if row["case"] != "trigger":
-            parts[f"query {row['position']} {row['case']}"] = nontrigger_bound(h, row["certified"], row["case"] == "after")
+            parts[f"query {row['position']} {row['case']}"] = nontrigger_bound(h, row["certified"], row["case"] == "after",
+                                                                              ranges)
     for j, b in trigger_bounds(h, L, splits).items():
         parts[f"trigger {j}"] = b
     where = max(parts, key=parts.get)
-    return {"eta_up": float(parts[where]) * (1 + 2 ** -50), "attained_by": where,
+    return {"eta_up": certified_eta(parts[where]), "attained_by": where,
             "by_part": {k: float(v) for k, v in parts.items()}}
 
 
 # ----------------------------------------------------------------------------------------
-# eta_lo: a witness input, searched in float64 and replayed exactly.
-
-
-def forward_float(h: heads.Head, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Outputs and attention of the head on inputs X [B, L, d] (float64, for the search only)."""
-    M, V = h.M, h.V
-    S = np.einsum("bid,de,bke->bik", X, M, X)
-    L = X.shape[1]
-    mask = np.tril(np.ones((L, L), bool))
-    if h.kind == "softmax":
-        S = np.where(mask, S, -np.inf)
-        W = np.exp(S - S.max(axis=-1, keepdims=True))
-    else:
-        W = np.where(mask, 1 / (1 + np.exp(-S)), 0.0)
-    A = W / W.sum(axis=-1, keepdims=True)
-    return (A @ X) @ V.T, A
-
-
-def target_float(X: np.ndarray, j: int) -> np.ndarray:
-    Y = np.zeros_like(X)
-    Y[:, j] = X[:, 1:j + 1].mean(axis=1)
-    return Y
-
-
-def _sequences(contents: np.ndarray, j: int, d: int) -> np.ndarray:
-    """Inputs [B, L, d] from contents [B, L-1, n] with the trigger at j."""
-    B, Lm1, n = contents.shape
-    X = np.zeros((B, Lm1 + 1, d))
-    X[:, 0, task.BOS_FLAG] = 1
-    X[:, 1:, task.CONTENT_START:d - 1] = contents
-    X[:, 1:, task.content_flag(d)] = 1
-    X[:, j, task.content_flag(d)] = 0
-    X[:, j, task.TRIGGER_FLAG] = 1
-    return X
-
-
-def _errors(h: heads.Head, contents: np.ndarray, j: int) -> np.ndarray:
-    X = _sequences(contents, j, h.d)
-    out, _ = forward_float(h, X)
-    return np.abs(out - target_float(X, j)).max(axis=(1, 2))
-
-
-def _starts(h: heads.Head, L: int, j: int, rng, random: int) -> np.ndarray:
-    """Random vertex contents and, per coordinate r and sign, the contents that push the trigger's
-    error in that coordinate (keys at the sign of (V_r - e_r) / j on the content block)."""
-    n, d, V = h.n, h.d, h.V
-    C = slice(task.CONTENT_START, d - 1)
-    starts = [rng.choice([-1.0, 1.0], size=(L - 1, n)) for _ in range(random)]
-    for r in range(d):
-        row = (V[r, C] - (np.arange(task.CONTENT_START, d - 1) == r)) / j
-        for sign in (1.0, -1.0):
-            starts.append(np.tile(np.where(sign * row >= 0, 1.0, -1.0), (L - 1, 1)))
-    return np.array(starts)
-
-
-def _climb(h: heads.Head, L: int, j: int, best: np.ndarray, rounds: int) -> tuple[float, np.ndarray]:
-    """Greedy ascent by single content-sign flips from ``best`` [L-1, n]."""
-    n = h.n
-    current = float(_errors(h, best[None], j)[0])
-    idx = np.arange((L - 1) * n)
-    for _ in range(rounds):
-        flips = np.repeat(best.reshape(1, -1), len(idx), axis=0)
-        flips[idx, idx] *= -1
-        e = _errors(h, flips.reshape(-1, L - 1, n), j)
-        k = int(np.argmax(e))
-        if e[k] <= current:
-            break
-        current, best = float(e[k]), flips[k].reshape(L - 1, n)
-    return current, best
-
-
-def search_witness(h: heads.Head, L: int, seed: int = 0, random: int = 16, rounds: int = 8,
-                   positions: int = 3) -> tuple[float, np.ndarray, int]:
-    """The largest float error found: (error, contents [L-1, n], trigger position). Every trigger
-    position gets the starting pool; the ``positions`` best ones get the greedy ascent."""
-    rng = np.random.default_rng(seed)
-    pools = {}
-    for j in range(2, L):
-        pool = _starts(h, L, j, rng, random)
-        errs = _errors(h, pool, j)
-        pools[j] = (float(errs.max()), pool[int(np.argmax(errs))])
-    top = sorted(pools, key=lambda j: -pools[j][0])[:positions]
-    found = [(*_climb(h, L, j, pools[j][1], rounds), j) for j in top]
-    return max(found, key=lambda t: t[0])
+# eta_lo: a witness input, searched in float64 and replayed exactly (``witness``).
 
 
 def eta_lower(net: reference.Network, h: heads.Head, L: int, seed: int = 0) -> dict[str, Any]:
-    """The best float witness over every trigger position, replayed exactly: eta_lo."""
-    err, contents, j = search_witness(h, L, seed)
-    X = task.make_sequence([heads.exact_vector(row) for row in contents], j)
-    Y, _ = replay.replay(net, X)
-    y = task.target(X, j)
-    worst, where = None, None
-    for i in range(L):
-        for r in range(h.d):
-            e = abs(Y[i][r] - replay.iv_number(y[i][r]))
-            if worst is None or e.a > worst.a:
-                worst, where = e, (i, r)
-    return {"eta_lo": replay.down(worst), "float_search": err, "trigger": j, "position": where[0], "coordinate": where[1],
-            "contents": contents.tolist()}
+    """The best typed witness over every query, replayed exactly: eta_lo (``witness.eta_lower``)."""
+    from . import witness
+
+    return witness.eta_lower(net, h, L, seed)

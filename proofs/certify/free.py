@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from constructions import reference, task
+from constructions.numbers import fraction_up
 
 from . import branch, heads
 
@@ -33,15 +34,16 @@ def certify_relu(net: reference.Network, L: int) -> dict[str, Any]:
     bos_nontrigger = max(Fraction(0), _bos_score_max(h, content))
     bos_trigger = max(Fraction(0), _bos_score_max(h, trig))
     box = (-np.ones((1, n)), np.ones((1, n)))
-    key_max = {flag: max(0.0, float(branch.exponent_upper(heads.score_exponent(h.M, content, flag, +1, False), *box).ub[0]))
+    key_max = {flag: max(0.0, float(branch.exponent_upper(heads.score_exponent(h, content, flag, +1, False), *box).ub[0]))
                for flag in (content, trig)}
-    own = max(0.0, float(branch.exponent_upper(heads.score_exponent(h.M, content, None, 0, False), *box).ub[0]))
+    own = max(0.0, float(branch.exponent_upper(heads.score_exponent(h, content, None, 0, False), *box).ub[0]))
     rows = []
     for i in range(1, L):
-        mass = (float(bos_nontrigger) + (i - 1) * max(key_max.values()) + own) / max(i, 1)
-        rows.append({"position": i, "max_bos_weight": float(bos_nontrigger / max(i, 1)),
-                     "max_bos_weight_at_trigger": float(bos_trigger / max(i, 1)) if i >= 2 else None,
+        mass = fraction_up((Fraction(fraction_up(bos_nontrigger)) + (i - 1) * Fraction(max(key_max.values()))
+                            + Fraction(own)) / max(i, 1))
+        rows.append({"position": i, "max_bos_weight": fraction_up(bos_nontrigger / max(i, 1)),
+                     "max_bos_weight_at_trigger": fraction_up(bos_trigger / max(i, 1)) if i >= 2 else None,
                      "max_row_mass_nontrigger": mass})
     return {"kind": net.kind, "d": h.d, "L": L, "queries": rows,
-            "max_bos_weight": float(max(bos_nontrigger, bos_trigger)),
+            "max_bos_weight": fraction_up(max(bos_nontrigger, bos_trigger)),
             "max_row_mass_nontrigger": max(r["max_row_mass_nontrigger"] for r in rows)}

@@ -30,7 +30,8 @@ Numerical Algorithms, Thm 3.1 / Lemma 3.1, with a factor 64 of room).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -59,46 +60,53 @@ def _exact_matrix(rows: Sequence[Sequence[Any]]) -> list[list[Fraction]]:
     return [[exact(v) for v in row] for row in rows]
 
 
-def _matmul(A: list[list[Fraction]], B: list[list[Fraction]]) -> list[list[Fraction]]:
-    cols = list(zip(*B))
-    return [[sum((a * b for a, b in zip(row, col)), Fraction(0)) for col in cols] for row in A]
-
-
-def _transpose(A: list[list[Fraction]]) -> list[list[Fraction]]:
-    return [list(r) for r in zip(*A)]
-
-
 @dataclass(frozen=True)
 class Head:
-    """One head of one layer: its score form M and value map V, exact and as float64."""
+    """One head of one layer: its score form M and value map V, exact and as float64.
+
+    ``M_int`` / ``V_int`` hold the same exact numbers as integer matrices over one denominator
+    (``exact.IntMatrix``), which is what the exact exponent coefficients and witness replays
+    use; ``M`` / ``V`` are every entry correctly rounded, computed once."""
 
     kind: str
     d: int
     M_exact: tuple[tuple[Fraction, ...], ...]
     V_exact: tuple[tuple[Fraction, ...], ...]
+    M_int: Any = field(default=None, compare=False, repr=False)
+    V_int: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from .exact import IntMatrix
+
+        if self.M_int is None:
+            object.__setattr__(self, "M_int", IntMatrix.of(self.M_exact))
+        if self.V_int is None:
+            object.__setattr__(self, "V_int", IntMatrix.of(self.V_exact))
 
     @property
     def n(self) -> int:
         return self.d - 3
 
-    @property
+    @cached_property
     def M(self) -> np.ndarray:
-        return np.array([[float(v) for v in row] for row in self.M_exact])
+        return self.M_int.floats()
 
-    @property
+    @cached_property
     def V(self) -> np.ndarray:
-        return np.array([[float(v) for v in row] for row in self.V_exact])
+        return self.V_int.floats()
 
 
 def head_maps(net: reference.Network, layer: int = 0, head: int = 0) -> Head:
-    """M = W_Q^T W_K and V = W_O[:, block h] W_V of head ``head`` of layer ``layer``, exactly."""
+    """M = W_Q^T W_K and V = W_O[:, block h] W_V of head ``head`` of layer ``layer``, exactly
+    (integer products over common denominators, ``exact.IntMatrix``)."""
+    from .exact import IntMatrix
+
     L = net.layers[layer]
     d = net.d
-    WQ, WK, WV = (_exact_matrix(getattr(L, name)[head]) for name in ("W_Q", "W_K", "W_V"))
-    WO = [[exact(v) for v in row[head * d:(head + 1) * d]] for row in L.W_O]
-    M = _matmul(_transpose(WQ), WK)
-    V = _matmul(WO, WV)
-    return Head(net.kind, d, tuple(map(tuple, M)), tuple(map(tuple, V)))
+    WQ, WK, WV = (IntMatrix.of(_exact_matrix(getattr(L, name)[head])) for name in ("W_Q", "W_K", "W_V"))
+    WO = IntMatrix.of([[exact(v) for v in row[head * d:(head + 1) * d]] for row in L.W_O])
+    M, V = WQ.transpose().matmul(WK), WO.matmul(WV)
+    return Head(net.kind, d, M.fractions(), V.fractions(), M, V)
 
 
 def check_kind(kind: str) -> None:
@@ -123,6 +131,7 @@ class Exponent:
     b: np.ndarray  # [R]
     K: np.ndarray  # [R, n]: K[r, k]
     w: np.ndarray | None = None  # [R], None: all ones
+    exact: bool = False  # every coefficient is the correctly rounded value of an exact rational
 
     @property
     def weights(self) -> np.ndarray:
@@ -134,13 +143,31 @@ class Exponent:
                      + abs(self.s) * (self.weights @ (np.abs(self.b) + np.abs(self.K).sum(axis=1))))
 
     def slack(self) -> float:
-        """Rounding allowance for float64 bounds of E on the box: 64 gamma_N (magnitude + 1),
-        N = 4 (n + 3)^2 operations at most along any path, plus the rounding of M itself."""
-        N = 4 * (len(self.p) + 3) ** 2 + 16
+        """Rounding allowance for float64 bounds of E (and of its partial derivatives) on a box
+        inside [-1, 1]^n, computed by ``branch.exponent_upper``.
+
+        Exact coefficients (``exact``, built by ``score_exponent`` from a ``Head``): each is the
+        correctly rounded value of an exact rational, so the coefficients are off by at most
+        u * magnitude in all (|c| <= 1 on the box), and every bound is a sum of at most
+        N = (n + 3)^2 + 16 rounded products and additions whose absolute values sum to at most
+        4 * magnitude (the value at the centre, the gradient times the radii, the remainder, the
+        chords); Higham's gamma_N = N u / (1 - N u) bounds each such sum's error relative to its
+        absolute terms (Accuracy and Stability of Numerical Algorithms, Lemma 3.1 and Thm 3.1, any
+        order of summation). So 8 gamma_N (magnitude + 1) covers both with room. The chords'
+        slopes l0 / rho are rounded too: a chord through the rounded ends still passes through the
+        left end exactly and misses the right one by 2 rho u at most (inside the same budget).
+
+        Coefficients formed in float from other floats (a stack's boxes): 64 gamma_N with
+        N = 4 (n + 3)^2 + 16, as before, which also covers their formation."""
+        n3 = (len(self.p) + 3) ** 2
+        if self.exact:
+            N = n3 + 16
+            return 8 * N * UNIT_ROUNDOFF / (1 - N * UNIT_ROUNDOFF) * (self.magnitude() + 1)
+        N = 4 * n3 + 16
         return 64 * N * UNIT_ROUNDOFF * (self.magnitude() + 1)
 
     def negated(self) -> "Exponent":
-        return Exponent(-self.a, -self.p, -self.S, -self.s, self.b, self.K, self.w)
+        return Exponent(-self.a, -self.p, -self.S, -self.s, self.b, self.K, self.w, self.exact)
 
     def value(self, c: np.ndarray) -> np.ndarray:
         """E at points c [N, n] (float64)."""
@@ -152,12 +179,17 @@ def _content(d: int) -> list[int]:
     return list(range(task.CONTENT_START, d - 1))
 
 
-def score_exponent(M: np.ndarray, f: int, key_flag: int | None, s: int, relative_to_bos: bool = True,
+def score_exponent(M, f: int, key_flag: int | None, s: int, relative_to_bos: bool = True,
                    relative_to: int | None = None) -> Exponent:
     """Exponent of a key's score (minus the BOS score when ``relative_to_bos``) for a query with
     flag ``f``: ``key_flag`` None is the query's own key; otherwise a key of that flag whose content
     is chosen to maximise (s = +1) or minimise (s = -1) the score. ``relative_to`` subtracts the
-    score of another flag's content-free part instead of BOS's (softmax is shift-invariant)."""
+    score of another flag's content-free part instead of BOS's (softmax is shift-invariant).
+
+    ``M`` is a ``Head`` (coefficients formed exactly, then rounded once: ``Exponent.exact``) or a
+    float matrix (coefficients formed in float)."""
+    if isinstance(M, Head):
+        return _exact_score_exponent(M, f, key_flag, s, relative_to_bos, relative_to)
     d = M.shape[0]
     C = _content(d)
     b = M[f, C].copy()
@@ -171,12 +203,42 @@ def score_exponent(M: np.ndarray, f: int, key_flag: int | None, s: int, relative
     return Exponent(M[f, key_flag] - a0, M[C, key_flag] - p0, np.zeros((len(C), len(C))), s, b, K)
 
 
-def bos_exponent(M: np.ndarray, f: int) -> Exponent:
-    """The BOS score g_0(c) itself (affine)."""
+def _rounded(num, den: int) -> np.ndarray:
+    """Integers (nested lists) over ``den``, each correctly rounded to float64."""
+    arr = np.array(num, dtype=object)
+    return np.array([v / den for v in arr.ravel()], dtype=float).reshape(arr.shape)
+
+
+def _exact_score_exponent(h: Head, f: int, key_flag: int | None, s: int, relative_to_bos: bool,
+                          relative_to: int | None) -> Exponent:
+    """``score_exponent`` with every coefficient formed in exact integers over M's denominator
+    and rounded once (so ``Exponent.slack`` may use its exact-coefficient allowance)."""
+    N, den, d = h.M_int.N, h.M_int.den, h.d
+    C = _content(d)
+    ref = relative_to if relative_to is not None else (task.BOS_FLAG if relative_to_bos else None)
+    a0 = N[f][ref] if ref is not None else 0
+    p0 = [N[c][ref] if ref is not None else 0 for c in C]
+    b = _rounded([N[f][c] for c in C], den)
+    K = _rounded([[N[k][r] for k in C] for r in C], den)  # K[r, k] = M[C_k, C_r]
+    n = len(C)
+    if key_flag is None:
+        S = _rounded([[N[i][k] + N[k][i] for k in C] for i in C], 2 * den)
+        p = _rounded([N[f][c] + N[c][f] - q for c, q in zip(C, p0)], den)
+        return Exponent(_rounded([N[f][f] - a0], den)[0], p, S, 0, b, K, exact=True)
+    p = _rounded([N[c][key_flag] - q for c, q in zip(C, p0)], den)
+    return Exponent(_rounded([N[f][key_flag] - a0], den)[0], p, np.zeros((n, n)), s, b, K, exact=True)
+
+
+def bos_exponent(M, f: int) -> Exponent:
+    """The BOS score g_0(c) itself (affine); ``M`` a ``Head`` (exact coefficients) or a float matrix."""
+    exact_coefficients = isinstance(M, Head)
+    if exact_coefficients:
+        M = M.M  # every entry correctly rounded from the exact product: exact coefficients
     d = M.shape[0]
     C = _content(d)
     n = len(C)
-    return Exponent(M[f, task.BOS_FLAG], M[C, task.BOS_FLAG].copy(), np.zeros((n, n)), 0, np.zeros(n), np.zeros((n, n)))
+    return Exponent(M[f, task.BOS_FLAG], M[C, task.BOS_FLAG].copy(), np.zeros((n, n)), 0, np.zeros(n), np.zeros((n, n)),
+                    exact=exact_coefficients)
 
 
 def key_argmax(M: np.ndarray, f: int, c: np.ndarray, s: int) -> np.ndarray:

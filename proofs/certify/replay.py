@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from constructions import attention, reference
+from constructions.numbers import interval_down, interval_up
 
 from .heads import exact
 
@@ -43,25 +44,14 @@ def down(x) -> float:
     """The largest float <= the interval ``x`` (its lower end rounded toward -inf).
 
     ``float()`` of an interval end rounds one way only, so with more than 53 bits in the
-    interval context one of the two ends lands on the wrong side; a certificate must never."""
-    import math
-
-    from mpmath import iv
-
-    lo = x.a if hasattr(x, "a") else iv.mpf(x)
-    f = float(lo)
-    return f if iv.mpf(f) <= lo else math.nextafter(f, -math.inf)
+    interval context one of the two ends lands on the wrong side; a certificate must never.
+    (``constructions.numbers.interval_down``: the abstaining heads' bounds use the same.)"""
+    return interval_down(x)
 
 
 def up(x) -> float:
     """The smallest float >= the interval ``x`` (its upper end rounded toward +inf)."""
-    import math
-
-    from mpmath import iv
-
-    hi = x.b if hasattr(x, "b") else iv.mpf(x)
-    f = float(hi)
-    return f if iv.mpf(f) >= hi else math.nextafter(f, math.inf)
+    return interval_up(x)
 
 
 def to_fractions(values) -> list[Fraction]:

@@ -66,7 +66,7 @@ def cases(L: int) -> list[tuple[int, str]]:
 
 def objective(h: heads.Head, i: int, case: str):
     """Phi over the query content whose maximum gives the worst case at (i, case)."""
-    M, d = h.M, h.d
+    d = h.d
     content, trig = task.content_flag(d), task.TRIGGER_FLAG
     if case == "trigger":
         f, sign, counts = trig, -1, ((i - 1, content),)
@@ -75,11 +75,11 @@ def objective(h: heads.Head, i: int, case: str):
         counts = ((i - 1, content),) if case == "before" else ((i - 2, content), (1, trig))
     s = +1 if sign > 0 else -1
     softmax = h.kind == "softmax"
-    terms = [(float(m), heads.score_exponent(M, f, flag, s, relative_to_bos=softmax)) for m, flag in counts if m > 0]
-    terms.append((1.0, heads.score_exponent(M, f, None, 0, relative_to_bos=softmax)))
+    terms = [(float(m), heads.score_exponent(h, f, flag, s, relative_to_bos=softmax)) for m, flag in counts if m > 0]
+    terms.append((1.0, heads.score_exponent(h, f, None, 0, relative_to_bos=softmax)))
     if softmax:
         return branch.ExpSum(terms, sign), f, s
-    return branch.SigmoidSum(terms, heads.bos_exponent(M, f), sign), f, s
+    return branch.SigmoidSum(terms, heads.bos_exponent(h, f), sign), f, s
 
 
 def witness_sequence(d: int, L: int, i: int, case: str, query: np.ndarray, key: np.ndarray):
@@ -94,28 +94,82 @@ def witness_sequence(d: int, L: int, i: int, case: str, query: np.ndarray, key: 
     return task.make_sequence(contents, j), j
 
 
+class Replayer:
+    """Exact witness replays of one head: projections W_Q x and W_K x of each distinct token,
+    formed once in exact integer arithmetic (``exact.IntMatrix``; a witness repeats a few tokens
+    over and over), scores as exact rationals, then the kind's exact form in mpmath intervals.
+    The same numbers as ``reference.matvec`` / ``reference._dot`` on Fractions
+    (``tests/test_certify_scale.py``)."""
+
+    def __init__(self, net: reference.Network, layer: int = 0, head: int = 0):
+        from .exact import IntMatrix
+
+        L = net.layers[layer]
+        self.kind = net.kind
+        self.WQ, self.WK = (IntMatrix.of(heads._exact_matrix(getattr(L, name)[head])) for name in ("W_Q", "W_K"))
+        self._q: dict = {}
+        self._k: dict = {}
+
+    def _project(self, cache: dict, W, x):
+        from .exact import IntVector
+
+        key = tuple(x)
+        if key not in cache:
+            cache[key] = W.apply(IntVector.of([heads.exact(v) for v in x]))
+        return cache[key]
+
+    def scores(self, X, i: int) -> list[Fraction]:
+        q = self._project(self._q, self.WQ, X[i])
+        return [q.dot(self._project(self._k, self.WK, X[k])) for k in range(i + 1)]
+
+    def weights(self, X, i: int) -> list:
+        ops = attention.ops("interval")
+        return attention.get(self.kind).exact([replay.iv_number(s) for s in self.scores(X, i)], i, ops, {})
+
+    def bos_weight(self, X, i: int):
+        return self.weights(X, i)[0]
+
+    def error(self, X, i: int, j: int, h: heads.Head):
+        """(|error|, r) at query i of the exact input X (trigger j), the coordinate r whose interval
+        has the largest lower end: output sum_k a_ik (V x_k)_r with V = W_O W_V exact (``h.V_int``)
+        and the target of ``constructions.task.target`` (single layer, no residual)."""
+        from .exact import IntVector
+
+        a = self.weights(X, i)
+        images = [h.V_int.apply(IntVector.of([heads.exact(v) for v in X[k]])).fractions() for k in range(i + 1)]
+        target = task.target(X, j)[i]
+        best, where = None, 0
+        for r in range(h.d):
+            out = sum((w * replay.iv_number(u[r]) for w, u in zip(a, images)), replay.iv_number(0))
+            e = abs(out - replay.iv_number(target[r]))
+            if best is None or e.a > best.a:
+                best, where = e, r
+        return best, where
+
+
 def bos_weight(net: reference.Network, X, i: int, layer: int = 0, head: int = 0):
-    """a_i0 of one head on the exact sequence X (interval), through the reference's matvec and the
-    kind's exact form; single-layer inputs are the tokens themselves."""
-    L = net.layers[layer]
-    ops = attention.ops("interval")
-    q = reference.matvec(L.W_Q[head], X[i])
-    scores = [replay.iv_number(reference._dot(q, reference.matvec(L.W_K[head], X[k]))) for k in range(i + 1)]
-    return attention.get(net.kind).exact(scores, i, ops, {})[0]
+    """a_i0 of one head on the exact sequence X (interval), through exact scores and the kind's
+    exact form; single-layer inputs are the tokens themselves."""
+    return Replayer(net, layer, head).bos_weight(X, i)
+
+
+def certified_bos_mass(R, case: str) -> float:
+    """a = 1 / (1 + R) for the certified interval R of the non-BOS terms, rounded to the safe side:
+    down for a non-trigger query's minimum, up for the trigger's maximum."""
+    a = 1 / (1 + R)
+    return replay.down(a) if case != "trigger" else replay.up(a)
 
 
 def certify_query(net: reference.Network, h: heads.Head, L: int, i: int, case: str,
-                  rtol: float = 1e-9, max_nodes: int = 20_000) -> QueryBound:
+                  rtol: float = 1e-9, max_nodes: int = 20_000, replayer: Replayer | None = None) -> QueryBound:
     from mpmath import iv
 
     obj, f, s = objective(h, i, case)
     res = branch.maximise(obj, h.n, rtol=rtol, max_nodes=max_nodes)
-    R = iv.mpf(res.upper) if case != "trigger" else iv.mpf(-res.upper)
-    a = 1 / (1 + R)
-    certified = replay.down(a) if case != "trigger" else replay.up(a)
+    certified = certified_bos_mass(iv.mpf(res.upper) if case != "trigger" else iv.mpf(-res.upper), case)
     key = heads.key_argmax(h.M, f, res.witness, s)
     X, j = witness_sequence(h.d, L, i, case, res.witness, key)
-    w = bos_weight(net, X, i)
+    w = (replayer or Replayer(net)).bos_weight(X, i)
     return QueryBound(i, case, certified, replay.down(w), replay.up(w), j, res.witness.tolist(), key.tolist(),
                       res.closed, res.nodes)
 
@@ -126,7 +180,8 @@ def certify_head(net: reference.Network, L: int, layer: int = 0, head: int = 0,
     heads.check_kind(net.kind)
     start = time.perf_counter()
     h = heads.head_maps(net, layer, head)
-    rows = [certify_query(net, h, L, i, case, max_nodes=max_nodes) for i, case in cases(L)]
+    replayer = Replayer(net, layer, head)
+    rows = [certify_query(net, h, L, i, case, max_nodes=max_nodes, replayer=replayer) for i, case in cases(L)]
     nontrigger = [r for r in rows if r.case != "trigger"]
     return {
         "kind": net.kind, "d": net.d, "L": L,

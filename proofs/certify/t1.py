@@ -17,11 +17,12 @@ All arithmetic is exact (sympy rationals at eta_up rounded up to a Fraction).
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
 import sympy
+
+from constructions.numbers import fraction_down
 
 from .. import t1_single_layer_sink as t1
 
@@ -44,9 +45,7 @@ def bounds(eta_up: float, L: int) -> dict[str, Any]:
 def _one_minus(f) -> float:
     """1 - f (a sympy rational) as a float rounded down (the bound stays a valid lower bound)."""
     value = sympy.Rational(1 - f)
-    exact = Fraction(int(value.p), int(value.q))
-    low = float(exact)
-    return low if Fraction(low) <= exact else math.nextafter(low, -math.inf)
+    return fraction_down(Fraction(int(value.p), int(value.q)))
 
 
 def query_bound(t1_bounds: dict, case: str) -> float | None:

@@ -50,3 +50,53 @@ def test_bench_certify_harder_head(benchmark):
     assert all(q["certified"] <= q["witness_high"] + 1e-12 for q in cert["queries"] if q["case"] != "trigger")
     assert cert["eta"]["eta_lo"] <= cert["eta"]["eta_up"]
     benchmark.extra_info["largest_gap"] = cert["largest_gap"]
+
+
+SLOW = os.environ.get("SINKS_SLOW") == "1"
+SIZES = [(d, L) for d in (16, 32, 64, 128) for L in (16, 64, 256)]
+
+
+def _cpu(fn):
+    import time
+
+    start = time.process_time()
+    out = fn()
+    return out, time.process_time() - start
+
+
+@pytest.mark.skipif(not SLOW, reason="size table: set SINKS_SLOW=1")
+@pytest.mark.parametrize("d,L", SIZES)
+def test_bench_certify_size_table(benchmark, d, L):
+    """The softmax BOS-gap head (beta = 10), whose exact answer is known in closed form, certified
+    over every input (sink at every query, eta_up, eta_lo, T1) at every size of the table: CPU
+    time (one thread), branch-and-bound nodes in all, and the final gaps."""
+    from tests.benchmarks.conftest import FIGURES
+
+    net = softmax_head.build(d, 10)
+    (cert, cpu) = benchmark.pedantic(lambda: _cpu(lambda: certify_network(net, L)), rounds=1, iterations=1)
+    closed = float(softmax_head.max_error(10, L))
+    e = cert["eta"]
+    nodes = sum(q["nodes"] for q in cert["queries"])
+    assert cert["all_exact"] and e["eta_lo"] <= closed <= e["eta_up"]
+    benchmark.extra_info.update({"cpu_s": cpu, "nodes": nodes, "largest_gap": cert["largest_gap"],
+                                 "eta_ratio": e["ratio"]})
+    FIGURES.append(f"certify BOS-gap head d = {d:3d}, L = {L:3d}: {cpu:7.1f} s CPU, {nodes:6d} nodes, "
+                   f"largest sink gap {cert['largest_gap']:.1e}, eta_up / eta_lo {e['ratio']:.6f}")
+
+
+@pytest.mark.skipif(not SLOW, reason="trains a d = 64 head (~2 min): set SINKS_SLOW=1")
+def test_bench_certify_trained_d64(benchmark):
+    """A trained d = 64 single-layer head (``sinks train --d 64``, seed 0), certified at L = 16."""
+    from empirical.train import TrainConfig, train
+    from empirical.weights import networks_from_summary
+    from tests.benchmarks.conftest import FIGURES
+
+    net = networks_from_summary(train(TrainConfig(d=64, seeds=(0,), eval_sequences=16, log_every=10_000),
+                                      quiet=True))[0].network
+    (cert, cpu) = benchmark.pedantic(lambda: _cpu(lambda: certify_network(net, 16)), rounds=1, iterations=1)
+    e = cert["eta"]
+    assert cert["min_bos_nontrigger"] > 0.99 and e["eta_lo"] <= e["eta_up"]
+    nodes = sum(q["nodes"] for q in cert["queries"])
+    benchmark.extra_info.update({"cpu_s": cpu, "nodes": nodes, "largest_gap": cert["largest_gap"]})
+    FIGURES.append(f"certify trained d = 64 head, L = 16: {cpu:.1f} s CPU, {nodes} nodes, largest sink gap "
+                   f"{cert['largest_gap']:.1e}, eta_up {e['eta_up']:.4g} / eta_lo {e['eta_lo']:.4g}")
