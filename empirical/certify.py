@@ -49,6 +49,23 @@ def certify_network(net, L: int) -> dict[str, Any]:
     return out
 
 
+def certify_networks(nets: list, L: int, workers: int = 1) -> list[dict[str, Any]]:
+    """``certify_network`` of each of ``nets``, in order, on up to ``workers`` processes (each one
+    thread): the certificates are independent and pure, so the results equal the serial ones and
+    only the wall time changes (the training part's 4 x 4 stacks take ~190 s CPU each)."""
+    workers = max(1, min(workers, len(nets)))
+    if workers == 1:
+        return [certify_network(net, L) for net in nets]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from empirical.sweep import limit_threads
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=limit_threads, initargs=(1,)) as pool:
+        return list(pool.map(certify_network, nets, [L] * len(nets)))
+
+
 def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int | None = None) -> dict[str, Any]:
     """Measured BOS mass per head and query position (mean, min over the evaluation sequences),
     and for a single head the per-example certified bound's minimum per position. The trigger is

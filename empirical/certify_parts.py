@@ -43,9 +43,9 @@ def _seed_row(label: str, cert: dict, measured: dict) -> list[Any]:
             f"{cert['seconds']:.1f}"]
 
 
-def training_certificates(summaries: dict, quick: bool = False) -> tuple[list[dict], list[dict], dict]:
+def training_certificates(summaries: dict, quick: bool = False, workers: int = 1) -> tuple[list[dict], list[dict], dict]:
     """(tables, claims, details) for the trained runs whose summaries hold weights (quick: the
-    first seed only)."""
+    first seed only); the certificates run on ``workers`` processes."""
     from empirical import certify
 
     tables, claims, details = [], [], {}
@@ -54,8 +54,8 @@ def training_certificates(summaries: dict, quick: bool = False) -> tuple[list[di
         L = one["config"]["L"]
         rows, certs = [], []
         sequences = 200 if quick else certify.EVAL_SEQUENCES
-        for item in _networks(one)[:1 if quick else None]:
-            cert = certify.certify_network(item.network, L)
+        items = _networks(one)[:1 if quick else None]
+        for item, cert in zip(items, certify.certify_networks([i.network for i in items], L, workers)):
             measured = certify.measure(item.network, L, sequences)
             certs.append((item.label, cert, measured))
             rows.append(_seed_row(item.label, cert, measured))
@@ -83,7 +83,7 @@ def training_certificates(summaries: dict, quick: bool = False) -> tuple[list[di
     for shape in STACK_SHAPES:
         stack = summaries.get(("softmax", *shape))
         if stack and "weights" in stack:
-            table, claim, rows = stack_certificates(stack, shape, quick)
+            table, claim, rows = stack_certificates(stack, shape, quick, workers)
             tables.append(table)
             claims.append(claim)
             details[f"stack_{shape[0]}x{shape[1]}"] = rows
@@ -94,7 +94,8 @@ STACK_SHAPES = ((2, 2), (4, 4))
 STACK_TEST = "tests/test_certify_stack.py"
 
 
-def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = False) -> tuple[dict, dict, list]:
+def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = False,
+                       workers: int = 1) -> tuple[dict, dict, list]:
     """The trained softmax stacks of one shape certified head by head (quick: the first seed):
     the table, the claim (every head that sinks on the eval set, mean BOS mass > STACK_SINK_MASS,
     gets a non-vacuous certified bound) and the rows."""
@@ -104,8 +105,9 @@ def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = Fals
     L = summary["config"]["L"]
     name = f"{shape[0]} x {shape[1]}"
     rows, per_seed = [], []
-    for item, member in list(zip(_networks(summary), summary["members"]))[:1 if quick else None]:
-        cert = certify.certify_network(item.network, L)
+    pairs = list(zip(_networks(summary), summary["members"]))[:1 if quick else None]
+    certs = certify.certify_networks([item.network for item, _ in pairs], L, workers)
+    for (item, member), cert in zip(pairs, certs):
         sinking = certified = 0
         for h in cert["heads"]:
             m = member["layers"][h["layer"]][h["head"]]

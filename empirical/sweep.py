@@ -235,7 +235,7 @@ def _write_record(out_dir: Path, job: Job, result: Any, wall_s: float, device: s
 # Execution.
 
 
-def _limit_threads(threads: int) -> None:
+def limit_threads(threads: int) -> None:
     """Worker initialiser: torch (imported later by the job) uses ``threads`` threads."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
@@ -374,7 +374,7 @@ def _run_processes(jobs: Sequence[Job], workers: int | None, device: str, finish
     threads = max(1, owned_cores() // workers)
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_limit_threads, initargs=(threads,),
+        initializer=limit_threads, initargs=(threads,),
     )
     try:
         futures: dict[Future, Job] = {pool.submit(_execute, job, device, threads, progress.file(job)): job

@@ -42,24 +42,24 @@ def run(results_dir: Path, quick: bool, device: str, workers: int, config=None) 
     if not outcome.ok:
         raise RuntimeError(f"worst-case training failed: {outcome.failed}")
     summary = worstcase.merge([outcome.records[j.run_id]["result"] for j in jobs], seeds)
-    return report(Path(results_dir), summary)
+    return report(Path(results_dir), summary, workers)
 
 
-def certify_summary(summary: dict) -> list[dict]:
-    """Per seed: the certificate over every input and the evaluation-set measurement."""
+def certify_summary(summary: dict, workers: int = 1) -> list[dict]:
+    """Per seed: the certificate over every input (on ``workers`` processes) and the
+    evaluation-set measurement."""
     from empirical import certify
     from empirical.weights import networks_from_summary
 
     L = summary["config"]["L"]
-    out = []
-    for item, member in zip(networks_from_summary(summary, "worst-case summary"), summary["members"]):
-        out.append({"label": item.label, "member": member, "certificate": certify.certify_network(item.network, L),
-                    "measured": certify.measure(item.network, L)})
-    return out
+    items = networks_from_summary(summary, "worst-case summary")
+    certs = certify.certify_networks([item.network for item in items], L, workers)
+    return [{"label": item.label, "member": member, "certificate": cert, "measured": certify.measure(item.network, L)}
+            for item, member, cert in zip(items, summary["members"], certs)]
 
 
-def report(results_dir: Path, summary: dict) -> dict[str, Any]:
-    results = certify_summary(summary)
+def report(results_dir: Path, summary: dict, workers: int = 1) -> dict[str, Any]:
+    results = certify_summary(summary, workers)
     figure = figure_path = None
     if results:
         figure_path = draw(results, results_dir / FIGURE)

@@ -130,7 +130,8 @@ def describe(usage: dict[str, Any]) -> str:
 
 class Split:
     """Wall and CPU seconds of named phases of one process's work, accumulated over calls:
-    ``with split.phase("bound"): ...``; ``split.read()`` -> {phase: {"wall_s", "cpu_s"}}."""
+    ``with split.phase("bound"): ...``; ``split.read()`` -> {phase: {"wall_s", "cpu_s"}}. The CPU
+    time includes the child processes a phase started and waited for (its process pools)."""
 
     def __init__(self):
         self.totals: dict[str, list[float]] = {}
@@ -147,12 +148,12 @@ class _Phase:
         self.total = total
 
     def __enter__(self) -> "_Phase":
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.wall, self.cpu = time.perf_counter(), time.process_time() + _children_cpu()
         return self
 
     def __exit__(self, *exc) -> None:
         self.total[0] += time.perf_counter() - self.wall
-        self.total[1] += time.process_time() - self.cpu
+        self.total[1] += time.process_time() + _children_cpu() - self.cpu
 
 
 def jobs_table(jobs: list[tuple[str, dict]], title: str) -> dict:

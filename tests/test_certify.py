@@ -266,3 +266,14 @@ def test_certified_floats_round_outward_at_any_interval_precision():
             assert iv.mpf(replay.down(x)) <= x.a and iv.mpf(replay.up(x)) >= x.b
     finally:
         iv.prec = old
+
+
+def test_certificates_on_worker_processes_equal_the_serial_ones():
+    """``empirical.certify.certify_networks`` (the training part's certificates, one process per
+    core) returns, in order, exactly what ``certify_network`` returns on each network alone."""
+    from empirical import certify
+
+    nets = [random_net(4, seed) for seed in (1, 2, 3)]
+    strip = lambda c: {k: v for k, v in c.items() if k not in ("seconds", "cpu_seconds")}  # timings differ
+    parallel = certify.certify_networks(nets, 5, workers=2)
+    assert [strip(c) for c in parallel] == [strip(certify.certify_network(n, 5)) for n in nets]
