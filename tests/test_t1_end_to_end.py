@@ -76,5 +76,5 @@ def test_ratio_level_is_pinned():
     assert E.RATIO_MAX == 1.1
     margin = E.RATIO_MAX - 1
     assert E.ratio_verdict([1 + 0.7 * margin, 1.0]) == "verified exactly"
-    assert E.ratio_verdict([1 + 1.5 * margin, 1.0]) == "failed"
-    assert E.ratio_verdict([None]) == "failed"  # eta_lo = 0: no bracket at all
+    assert E.ratio_verdict([1 + 1.5 * margin, 1.0]) == "not met"
+    assert E.ratio_verdict([None]) == "not met"  # eta_lo = 0: no bracket at all
