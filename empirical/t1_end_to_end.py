@@ -215,8 +215,10 @@ def draw(results: list[dict], path: Path) -> Path:
                plt.Line2D([], [], color="k", ls="--", label="T1 (b): f_all(eta_up)"),
                plt.Line2D([], [], color="k", ls=":", label="T1 (a): f_pre(eta_up)"),
                plt.Line2D([], [], color="k", marker="x", ls="", label="per-example bound, worst on eval set")]
-    axes[1].legend(handles=handles + [plt.Line2D([], [], color=colours[k % len(colours)], label=r["label"])
-                                      for k, r in enumerate(results)], fontsize=7, loc="center right")
+    # below the panels: inside, the legend covered the curves after the trigger
+    fig.legend(handles=handles + [plt.Line2D([], [], color=colours[k % len(colours)], label=r["label"])
+                                  for k, r in enumerate(results)], fontsize=7, loc="lower center", ncol=5)
+    fig.subplots_adjust(bottom=0.27)
     fig.suptitle("T1 in full on worst-case trained heads: T1 says 1 - a_i0 <= f(eta_up); a certified point above its line "
                  "would contradict it (refuted if the replayed witness lies above too)", fontsize=9)
     return save_png(fig, path)
