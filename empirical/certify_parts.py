@@ -29,6 +29,8 @@ def _networks(summary: dict):
 
 
 def _seed_row(label: str, cert: dict, measured: dict) -> list[Any]:
+    from empirical import certify
+
     q = [x for x in cert["queries"] if x["case"] != "trigger"]
     t1 = cert["t1"]["bounds"]
     e = cert["eta"]
@@ -38,7 +40,7 @@ def _seed_row(label: str, cert: dict, measured: dict) -> list[Any]:
             _fmt(t1["all_bound"], 4) if t1["all_applies"] else "does not apply",
             cert["t1"]["overall"],
             _fmt(min(measured["per_example_bound_min"].values())),
-            _fmt(min(m for i, m in enumerate(measured["heads"][0]["min"]) if i not in (0, measured["trigger"]))),
+            _fmt(certify.nontrigger_mass(measured, 0)[1]),
             f"{'exact' if cert['all_exact'] else 'gap ' + _fmt(cert['largest_gap'], 2)}; {len(q)} queries",
             f"{cert['seconds']:.1f}"]
 
