@@ -51,10 +51,13 @@ def certify_summary(summary: dict, workers: int = 1) -> list[dict]:
     from empirical import certify
     from empirical.weights import networks_from_summary
 
+    from proofs.certify import heads, trigger_dual
+
     L = summary["config"]["L"]
     items = networks_from_summary(summary, "worst-case summary")
     certs = certify.certify_networks([item.network for item in items], L, workers)
-    return [{"label": item.label, "member": member, "certificate": cert, "measured": certify.measure(item.network, L)}
+    return [{"label": item.label, "member": member, "certificate": cert, "measured": certify.measure(item.network, L),
+             "fixed_query": trigger_dual.at_witness(heads.head_maps(item.network), cert["eta"])}
             for item, member, cert in zip(items, summary["members"], certs)]
 
 
@@ -67,7 +70,7 @@ def report(results_dir: Path, summary: dict, workers: int = 1) -> dict[str, Any]
     return {"tables": [seed_table(results, summary), position_table(results)],
             "claims": claims(results, [figure] if figure_path else []),
             "details": {"summary_members": summary["members"], "config": summary["config"],
-                        "results": [{k: r[k] for k in ("label", "certificate", "measured")} for r in results]}}
+                        "results": [{k: r[k] for k in ("label", "certificate", "measured", "fixed_query")} for r in results]}}
 
 
 def _fmt(x, digits: int = 6) -> str:
@@ -83,7 +86,7 @@ def seed_table(results: list[dict], summary: dict) -> dict:
         b, e = c["t1"]["bounds"], c["eta"]
         rows.append([r["label"], f"{mem['reference_steps']} + {mem['finetune_steps']}",
                      _fmt(c["min_bos_before"]), _fmt(c["min_bos_after"]), _fmt(c["max_bos_trigger"], 3),
-                     _fmt(e["eta_up"], 4), _fmt(e["eta_lo"], 4), _fmt(e["ratio"], 3),
+                     _fmt(e["eta_up"], 4), _fmt(e["eta_lo"], 4), _fmt(e["ratio"], 3), _fixed_ratio(r),
                      _fmt(b["pre_bound"], 6) if b["pre_applies"] else "does not apply",
                      _fmt(b["all_bound"], 6) if b["all_applies"] else "does not apply",
                      c["t1"]["overall"], _fmt(min(m["per_example_bound_min"].values())), _fmt(certify.nontrigger_mass(m, 0)[1]),
@@ -92,14 +95,23 @@ def seed_table(results: list[dict], summary: dict) -> dict:
     return {"title": "T1 in full on trained weights: worst-case trained single-layer softmax heads, certified over every input",
             "columns": ["seed", "steps (reference + fine-tuning)", "certified min a_i0 before the trigger", "after the trigger",
                         "certified max a_j0 at the trigger", "eta_up (certified)", "eta_lo (replayed witness)",
-                        "eta_up / eta_lo", "T1 (a) bound 1 - f_pre(eta_up)", "T1 (b) bound 1 - f_all(eta_up)", "T1 check",
+                        "eta_up / eta_lo", "bound / eta_lo over the witness's trigger position and content",
+                        "T1 (a) bound 1 - f_pre(eta_up)", "T1 (b) bound 1 - f_all(eta_up)", "T1 check",
                         "per-example bound min (eval set)", "measured min (eval set)", "seconds"],
             "rows": rows,
             "note": (f"Setting worst-case (empirical.worstcase): the reference run of each seed, then {cfg['steps']} Adam steps "
                      f"with lr {cfg['lr']:g} -> {cfg['lr_end']:g} (cosine) on {cfg['batch']} random sequences plus the "
                      f"{cfg['witnesses']} worst inputs the certificate's float search finds, refreshed every "
                      f"{cfg['refresh']} steps. T1 check: consistent = every certified minimum >= T1's bound at eta_up; "
-                     "T1 (b) needs eta <= 1/120 = 0.00833, (a) eta <= 1/12.")}
+                     "T1 (b) needs eta <= 1/120 = 0.00833, (a) eta <= 1/12. The witness-slice column: "
+                     "proofs.certify.trigger_dual's bound over every input whose trigger sits where eta_lo's witness's "
+                     "does, with the witness's trigger content (certified for that slice only; keys' weights tied to their "
+                     "contents), over eta_lo.")}
+
+
+def _fixed_ratio(result: dict) -> str:
+    fq = result.get("fixed_query")
+    return _fmt(fq["ratio"], 3) if fq and fq["ratio"] is not None else "-"
 
 
 def _row(cert: dict, i: int, case: str, key: str = "certified"):
@@ -168,7 +180,10 @@ def claims(results: list[dict], figures: list[str]) -> list[dict]:
         {"id": "eta_bracket", "claim": f"eta bracketed to {round((RATIO_MAX - 1) * 100)} %: eta_up / eta_lo <= {RATIO_MAX} for every "
                   "worst-case trained head",
          "verdict": ratio_verdict(ratios),
-         "evidence": f"eta_up / eta_lo per seed {', '.join(_fmt(x, 3) for x in ratios)}",
+         "evidence": (f"eta_up / eta_lo per seed {', '.join(_fmt(x, 3) for x in ratios)}; over the inputs that share the "
+                      f"witness's trigger position and trigger content (certified, keys' weights tied to their contents): "
+                      f"{', '.join(_fixed_ratio(r) for r in results)}: the remaining looseness is the relaxation over "
+                      "the trigger token's own content"),
          "test": f"{TEST}::test_ratio_level_is_pinned", "command": COMMAND, "figures": []},
     ]
 

@@ -61,13 +61,19 @@ def test_report_tables_claims_and_figure(tiny, tmp_path):
     summary, _ = tiny
     out = E.report(tmp_path, summary)
     seeds, positions = out["tables"]
-    assert len(seeds["rows"]) == 1 and seeds["rows"][0][10] == "consistent"
+    assert len(seeds["rows"]) == 1 and seeds["rows"][0][11] == "consistent"
     assert len(positions["rows"]) == sum(1 for i in range(1, TINY.L) for c in ("before", "after")
                                          if (c == "before" and i <= TINY.L - 2) or (c == "after" and i >= 3))
     claim, ratio = out["claims"]
     assert claim["verdict"] == "verified exactly" and claim["figures"] == [E.FIGURE]
     assert (tmp_path / E.FIGURE).read_bytes()[:4] == b"\x89PNG"
     assert ratio["verdict"] == E.ratio_verdict([out["details"]["results"][0]["certificate"]["eta"]["ratio"]])
+    # the witness-slice bound: the witness lies in its slice, and the slice is part of every input
+    eta, fq = out["details"]["results"][0]["certificate"]["eta"], out["details"]["results"][0]["fixed_query"]
+    assert (fq is None) == (eta["case"] != "trigger")
+    if fq is not None:
+        assert eta["eta_lo"] <= fq["bound"] <= eta["eta_up"] and fq["ratio"] == fq["bound"] / eta["eta_lo"]
+        assert seeds["rows"][0][8] == E._fmt(fq["ratio"], 3)
 
 
 def test_ratio_level_is_pinned():

@@ -1,0 +1,84 @@
+"""Where eta_up's looseness lives: the worst-case and reference single-layer heads of a
+``sinks reproduce`` results folder, each with eta_up / eta_lo over every input beside the
+fixed-query bound (``proofs.certify.trigger_dual``) at its witness's trigger position and
+trigger content.
+
+    python -m tests.benchmarks.bench_eta_dual [--results results] [--cells 64] [--json FILE]
+
+(from the checkout root; about 15-40 s CPU per head). It reads the worst-case setting's job records
+(``results/runs/worst_case/*.json``: each seed's fine-tuned weights and its SPEC section 4
+reference weights), certifies each head over every input (``empirical.certify.certify_network``:
+eta_up, and eta_lo with its witness), then bounds the error over every input that shares the
+witness's trigger position j and trigger content q. That bound is certified for that slice of the
+input class only; eta_lo's witness lies in the slice, so bound / eta_lo is the bracket there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def heads_of(results: Path) -> list[tuple[str, object]]:
+    """(label, network) for every worst-case seed's fine-tuned and reference head."""
+    from empirical.weights import networks_from_summary
+
+    out = []
+    for path in sorted((results / "runs" / "worst_case").glob("*.json")):
+        summary = json.loads(path.read_text())["result"]
+        for item, member in zip(networks_from_summary(summary, str(path)), summary["members"]):
+            out.append((f"worst-case seed {member['seed']}", item.network))
+            ref = {**summary, "weights": [member["reference_weights"]], "config": {**summary["config"], "seeds": [member["seed"]]}}
+            out.append((f"reference seed {member['seed']}", networks_from_summary(ref, str(path))[0].network))
+    return out
+
+
+def row(label: str, net, L: int, cells: int) -> dict:
+    from empirical.certify import certify_network
+    from proofs.certify import heads, trigger_dual
+
+    start = time.process_time()
+    eta = certify_network(net, L)["eta"]
+    fixed = trigger_dual.at_witness(heads.head_maps(net), eta, cells)
+    if fixed is None:  # the witness is at a non-trigger query: no trigger slice to bound
+        return {"head": label, "eta_up": eta["eta_up"], "eta_lo": eta["eta_lo"], "ratio": eta["ratio"],
+                "witness_case": eta["case"], "cpu_s": time.process_time() - start}
+    return {"head": label, "eta_up": eta["eta_up"], "eta_lo": eta["eta_lo"], "ratio": eta["ratio"],
+            "attained_by": eta["attained_by"], "witness_trigger": eta["trigger"], "witness_case": eta["case"],
+            "fixed_query_bound": fixed["bound"], "fixed_query_ratio": fixed["ratio"],
+            "dual": fixed["dual"], "box": fixed["box"], "cpu_s": time.process_time() - start}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.add_argument("--cells", type=int, default=64)
+    p.add_argument("--L", type=int, default=16)
+    p.add_argument("--json", type=Path)
+    a = p.parse_args(argv)
+    nets = heads_of(a.results)
+    if not nets:
+        print(f"no worst-case job records under {a.results / 'runs' / 'worst_case'}", file=sys.stderr)
+        return 2
+    rows = []
+    print("| head | eta_up | eta_lo | eta_up / eta_lo | witness j | bound at the witness's (j, q) | its / eta_lo | box relaxation there | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, net in nets:
+        r = row(label, net, a.L, a.cells)
+        rows.append(r)
+        if "fixed_query_bound" not in r:
+            print(f"| {label} | {r['eta_up']:.6f} | {r['eta_lo']:.6f} | {r['ratio']:.3f} | ({r['witness_case']} query) "
+                  f"| - | - | - | {r['cpu_s']:.1f} |", flush=True)
+            continue
+        print(f"| {label} | {r['eta_up']:.6f} | {r['eta_lo']:.6f} | {r['ratio']:.3f} | {r['witness_trigger']} "
+              f"| {r['fixed_query_bound']:.6f} | {r['fixed_query_ratio']:.3f} | {r['box']:.6f} | {r['cpu_s']:.1f} |", flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
