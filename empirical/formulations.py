@@ -20,6 +20,10 @@ formulation below takes the layer and its input xs [S, B, L, d] and returns the 
 - ``values``: values first: v = x M^T for all heads ([S, B*L, d] x [S, d, H*d]), then
   out = sum over (head, key) of a v per sequence ([S*B, L, H*L] x [S*B, H*L, d]): the second
   per-sequence product contracts over 64, not 16 (v permuted to (head, key) order).
+- ``fused``: ``bmm``'s products member by member inside one ``torch.autograd.Function`` with a
+  hand-written backward (``empirical/fused.py``: a member's tensors stay in cache between
+  products, no zero gradient for the unused pattern, no autograd bookkeeping); softmax and ReLU,
+  any other kind runs ``bmm``.
 - ``einsum``: the contractions of ``bmm`` written as ``torch.einsum`` (torch plans them).
 - ``broadcast``: scores and z as broadcast multiply-and-sum, no BLAS at all.
 
@@ -167,6 +171,18 @@ def _broadcast(layer, xs: torch.Tensor, residual: bool):
     return out, pattern.transpose(-3, -2)
 
 
+def _fused(layer, xs: torch.Tensor, residual: bool):
+    from empirical import fused
+
+    if not fused.supports(layer.kind.name):
+        return _bmm(layer, xs, residual)
+    S, B, L, d = xs.shape
+    H = layer.heads
+    Gt, Mt = layer.maps()
+    out, pattern = fused.layer(layer.kind.name, xs, Gt, Mt, causal_bias(L, H, xs)[0], residual)
+    return out, pattern.view(S, B, L, H, L).transpose(-3, -2)
+
+
 @dataclass(frozen=True)
 class Formulation:
     name: str
@@ -179,6 +195,8 @@ FORMULATIONS = {f.name: f for f in (
     Formulation("bmm", _bmm, True, "per-sequence products with the heads stacked in the rows ([S*B, L*H, d])"),
     Formulation("heads", _heads, True, "per-sequence products per head ([S*B*H, L, d]: 16 x 16 blocks)"),
     Formulation("values", _values, True, "values first, then one product over (head, key) per sequence"),
+    Formulation("fused", _fused, True, "one autograd function per layer, one member's block of sequences at a time "
+                "(softmax, ReLU; other kinds: bmm)"),
     Formulation("einsum", _einsum, False, "bmm's contractions as torch.einsum"),
     Formulation("broadcast", _broadcast, False, "per-sequence products as broadcast multiply-and-sum"),
 )}
