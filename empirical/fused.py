@@ -3,19 +3,18 @@
 ``empirical.formulations`` describes the products (s = y x^T with y = x G^T, a = kind(s),
 z = a x, out = z M^T). ``bmm`` runs each product once over the whole ensemble batch
 ([S*B, L*H, d] tensors, 2.6 MB each at the 4 x 4, 5-member reference shape) and lets autograd
-run the backward. Here one ``torch.autograd.Function`` runs the layer one block of at most
-``BLOCK`` sequences of one member at a time (the member's G and M as plain matrix products),
-forward and backward, so that a block's scores, pattern, y and z (0.5 MB each) are still in the
-core's cache when the next product reads them, and the backward is written by hand:
+run the backward. Here one ``torch.autograd.Function`` runs the layer one block of members at
+a time (``members_per_block``: one member at 4 x 4, whose [128, 64, 16] scores, pattern, y and
+z take 0.5 MB each), forward and backward, so that a block's tensors are still in the core's
+cache when the next product reads them, and the backward is written by hand:
 
     forward, per block:  y = x G^T;  s = y x^T + bias (0 / -inf);  a = kind(s), in place;
                          z = a x;  out = x + z M^T (residual) or z M^T
-    backward, per block: gz = g M;  gM^T += z^T g;  ga = gz x^T (+ the pattern's gradient);
+    backward, per block: gz = g M;  gM^T = z^T g;  ga = gz x^T (+ the pattern's gradient);
                          gx += a^T gz;  gs = kind'(ga);  gy = gs x;  gx += gs^T y + gy G;
-                         gG^T += x^T gy
+                         gG^T = x^T gy
 
-It saves x, a, y and z (no recomputation), allocates the block buffers of the backward once per
-call, skips gx when the input needs no gradient (the first layer), and never materialises a
+It saves x, a, y and z (no recomputation), allocates the backward's block buffers once per call, skips gx when the input needs no gradient (the first layer), and never materialises a
 zero gradient for an unused pattern (``set_materialize_grads(False)``). The kinds it writes out
 are ``KINDS`` (softmax and ReLU, the kinds of the six reference settings); a layer of any other
 kind runs ``bmm``. Their weights are the kinds' own torch forms (``constructions.attention``),
@@ -35,6 +34,8 @@ from __future__ import annotations
 
 import torch
 from torch.autograd.function import once_differentiable
+
+BLOCK = 128 * 64 * 16  # pattern elements per block: one member's at 4 x 4 (0.5 MB float32; a 2 MB L2 holds its tensors)
 
 
 def _softmax(s, div):
@@ -71,32 +72,42 @@ def divisor(L: int, H: int, like: torch.Tensor) -> torch.Tensor:
     return _DIVISORS[key]
 
 
+def members_per_block(S: int, B: int, LH: int, L: int) -> int:
+    """As many members as keep a block's pattern within ``BLOCK`` elements (at least one), spread
+    evenly over the blocks: 1 at the 4 x 4 reference shape, 2 at 2 x 2, 3 at 1 x 1."""
+    k = max(1, BLOCK // (B * LH * L))
+    return -(-S // -(-S // k))
+
+
 class _Layer(torch.autograd.Function):
     """xs [S, B, L, d], Gt [S, d, H*d], Mt [S, H*d, d], bias [L*H, L], div [L*H, 1] ->
-    out [S, B*L, d], pattern [S, B, L*H, L] (rows: query, head). Member by member; every
-    per-member view comes from one ``unbind`` (a view costs as much as a small product)."""
+    out [S, B*L, d], pattern [S, B, L*H, L] (rows: query, head). Block by block of k members;
+    every block's views of a tensor come from one ``split`` (a view costs about as much as a
+    small product does)."""
 
     @staticmethod
     def forward(ctx, xs, Gt, Mt, bias, div, kind, residual):
         S, B, L, d = xs.shape
         LH, Hd = bias.shape[0], Gt.shape[2]
+        k = members_per_block(S, B, LH, L)
         weights = KINDS[kind][0]
         Y, Z = xs.new_empty(S, B * L, Hd), xs.new_empty(S, B * L, Hd)
         a, out = xs.new_empty(S, B, LH, L), xs.new_empty(S, B * L, d)
-        x2, x3, x3t = xs.view(S, B * L, d).unbind(0), xs.unbind(0), xs.transpose(2, 3).unbind(0)
-        y3, z3 = Y.view(S, B, LH, d).unbind(0), Z.view(S, B, LH, d).unbind(0)
-        for m, (x, y, s, z, o, G, M) in enumerate(zip(x2, Y.unbind(0), a.unbind(0), Z.unbind(0), out.unbind(0),
-                                                       Gt.unbind(0), Mt.unbind(0))):
-            torch.mm(x, G, out=y)
-            torch.bmm(y3[m], x3t[m], out=s)
+        rows = xs.view(S * B, L, d)
+        blocks = zip(xs.view(S, B * L, d).split(k), rows.split(k * B), rows.transpose(1, 2).split(k * B),
+                     Y.split(k), Y.view(S * B, LH, d).split(k * B), a.view(S * B, LH, L).split(k * B),
+                     Z.split(k), Z.view(S * B, LH, d).split(k * B), out.split(k), Gt.split(k), Mt.split(k))
+        for x, x3, x3t, y, y3, s, z, z3, o, G, M in blocks:  # x [k, B*L, d], x3 [k*B, L, d], ...
+            torch.bmm(x, G, out=y)
+            torch.bmm(y3, x3t, out=s)
             weights(s.add_(bias), div)
-            torch.bmm(s, x3[m], out=z3[m])
+            torch.bmm(s, x3, out=z3)
             if residual:
-                torch.addmm(x, z, M, out=o)
+                torch.baddbmm(x, z, M, out=o)
             else:
-                torch.mm(z, M, out=o)
+                torch.bmm(z, M, out=o)
         ctx.save_for_backward(xs, Gt, Mt, div, a, Y, Z)
-        ctx.kind, ctx.residual = kind, residual
+        ctx.kind, ctx.residual, ctx.k = kind, residual, k
         ctx.set_materialize_grads(False)
         return out, a
 
@@ -105,34 +116,38 @@ class _Layer(torch.autograd.Function):
     def backward(ctx, gout, gpat):
         xs, Gt, Mt, div, a, Y, Z = ctx.saved_tensors
         S, B, L, d = xs.shape
-        LH, Hd = a.shape[2], Gt.shape[2]
+        LH, Hd, k = a.shape[2], Gt.shape[2], ctx.k
         grad = KINDS[ctx.kind][1]
         want_x = ctx.needs_input_grad[0]
         unused_out = gout is None  # the loss reads only the pattern: M gets no gradient, as under autograd
         gout = xs.new_zeros(S, B * L, d) if unused_out else gout.contiguous()
-        gz, gy, ga = xs.new_empty(B * L, Hd), xs.new_empty(B * L, Hd), xs.new_empty(B, LH, L)
-        gz3, gy3 = gz.view(B, LH, d), gy.view(B, LH, d)
+        gz, gy, ga = xs.new_empty(k, B * L, Hd), xs.new_empty(k, B * L, Hd), xs.new_empty(k * B, LH, L)
         gGt, gMt = torch.empty_like(Gt), torch.empty_like(Mt)
-        x2 = xs.view(S, B * L, d)
-        x3, x3t, x2t = xs.unbind(0), xs.transpose(2, 3).unbind(0), x2.transpose(1, 2).unbind(0)
-        gpats = gpat.unbind(0) if gpat is not None else None
+        x2, rows = xs.view(S, B * L, d), xs.view(S * B, L, d)
+        pats = gpat.reshape(S * B, LH, L).split(k * B) if gpat is not None else None
         if want_x:
             gx = gout.clone() if ctx.residual else torch.zeros_like(gout)
-            gx2, gx3 = gx.unbind(0), gx.view(S, B, L, d).unbind(0)
-            at, y3, Gs = a.transpose(2, 3).unbind(0), Y.view(S, B, LH, d).unbind(0), Gt.transpose(1, 2).unbind(0)
-        for m, (g, am, zt, Mt_, gG, gM) in enumerate(zip(gout.unbind(0), a.unbind(0), Z.transpose(1, 2).unbind(0),
-                                                          Mt.transpose(1, 2).unbind(0), gGt.unbind(0), gMt.unbind(0))):
-            torch.mm(g, Mt_, out=gz)
-            torch.mm(zt, g, out=gM)
-            torch.bmm(gz3, x3t[m], out=ga)
-            if gpats is not None:
-                ga.add_(gpats[m])
-            gs = grad(ga, am, div)
-            torch.bmm(gs, x3[m], out=gy3)
-            torch.mm(x2t[m], gy, out=gG)
+            gxs = zip(gx.split(k), gx.view(S * B, L, d).split(k * B), a.view(S * B, LH, L).transpose(1, 2).split(k * B),
+                      Y.view(S * B, LH, d).split(k * B), Gt.transpose(1, 2).split(k))
+        blocks = zip(gout.split(k), rows.split(k * B), rows.transpose(1, 2).split(k * B), x2.transpose(1, 2).split(k),
+                     a.view(S * B, LH, L).split(k * B), Z.transpose(1, 2).split(k), Mt.transpose(1, 2).split(k),
+                     gGt.split(k), gMt.split(k))
+        for j, (g, x3, x3t, xt, am, zt, Ms, gG, gM) in enumerate(blocks):
+            n = g.shape[0]
+            gz_, gy_, ga_ = (gz, gy, ga) if n == k else (gz[:n], gy[:n], ga[:n * B])
+            gz3, gy3 = gz_.view(n * B, LH, d), gy_.view(n * B, LH, d)
+            torch.bmm(g, Ms, out=gz_)
+            torch.bmm(zt, g, out=gM)
+            torch.bmm(gz3, x3t, out=ga_)
+            if pats is not None:
+                ga_.add_(pats[j])
+            gs = grad(ga_, am, div)
+            torch.bmm(gs, x3, out=gy3)
+            torch.bmm(xt, gy_, out=gG)
             if want_x:
-                gx3[m].baddbmm_(at[m], gz3).baddbmm_(gs.transpose(1, 2), y3[m])
-                gx2[m].addmm_(gy, Gs[m])
+                gx2, gx3, at, y3, Gs = next(gxs)
+                gx3.baddbmm_(at, gz3).baddbmm_(gs.transpose(1, 2), y3)
+                gx2.baddbmm_(gy_, Gs)
         return (gx.view(S, B, L, d) if want_x else None), gGt, None if unused_out else gMt, None, None, None, None
 
 

@@ -46,8 +46,13 @@ def _grads(m, x, form, loss):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("which", ["output", "output and pattern", "pattern"])
-def test_gradients_equal_autograd_of_bmm_in_float64(kind, which):
-    """The 4 x 4, 5-member training shape; the loss reads the output, the patterns, or both."""
+@pytest.mark.parametrize("block", [None, 2 * 16 * 64 * 16])
+def test_gradients_equal_autograd_of_bmm_in_float64(kind, which, block, monkeypatch):
+    """The 4 x 4, 5-member training shape; the loss reads the output, the patterns, or both; all
+    members in one block, or blocks of 2, 2 and 1 members."""
+    if block:
+        monkeypatch.setattr(fused, "BLOCK", block)
+        assert fused.members_per_block(5, 16, 64, 16) == 2
     m = M.AttentionModel(kind, 16, layers=4, heads=4, residual=True, ensemble=5, seeds=range(5), dtype=torch.float64)
     with torch.no_grad():
         for p in m.parameters():
@@ -83,6 +88,12 @@ def test_other_kinds_run_bmm():
     ref, ref_cache = m(x, formulation="bmm")
     assert torch.equal(out, ref) and torch.equal(cache["L0.pattern"], ref_cache["L0.pattern"])
     assert out.grad_fn.name() == ref.grad_fn.name()  # bmm's graph, not the fused function's
+
+
+def test_members_per_block():
+    assert fused.BLOCK == 128 * 64 * 16
+    assert [fused.members_per_block(5, 128, 16 * H, 16) for H in (4, 2, 1)] == [1, 2, 3]  # 3, not 4 + 1
+    assert fused.members_per_block(1, 4096, 64, 16) == 1  # at least one member
 
 
 def test_the_relu_divisor_is_max_of_position_and_one():
