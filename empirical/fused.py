@@ -14,7 +14,8 @@ cache when the next product reads them, and the backward is written by hand:
                          gx += a^T gz;  gs = kind'(ga);  gy = gs x;  gx += gs^T y + gy G;
                          gG^T = x^T gy
 
-It saves x, a, y and z (no recomputation), allocates the backward's block buffers once per call, skips gx when the input needs no gradient (the first layer), and never materialises a
+It saves x, a, y and z (no recomputation), allocates the backward's block buffers once per
+call, skips gx when the input needs no gradient (the first layer), and never materialises a
 zero gradient for an unused pattern (``set_materialize_grads(False)``). The kinds it writes out
 are ``KINDS`` (softmax and ReLU, the kinds of the six reference settings); a layer of any other
 kind runs ``bmm``. Their weights are the kinds' own torch forms (``constructions.attention``),
