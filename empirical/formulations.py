@@ -22,8 +22,8 @@ formulation below takes the layer and its input xs [S, B, L, d] and returns the 
   per-sequence product contracts over 64, not 16 (v permuted to (head, key) order).
 - ``fused``: ``bmm``'s products member by member inside one ``torch.autograd.Function`` with a
   hand-written backward (``empirical/fused.py``: a member's tensors stay in cache between
-  products, no zero gradient for the unused pattern, no autograd bookkeeping); softmax and ReLU,
-  any other kind runs ``bmm``.
+  products, no zero gradient for the unused pattern, no autograd bookkeeping); softmax and ReLU
+  where a member's pattern fills a block (the 4 x 4 reference shape); anything else runs ``bmm``.
 - ``einsum``: the contractions of ``bmm`` written as ``torch.einsum`` (torch plans them).
 - ``broadcast``: scores and z as broadcast multiply-and-sum, no BLAS at all.
 
@@ -174,10 +174,10 @@ def _broadcast(layer, xs: torch.Tensor, residual: bool):
 def _fused(layer, xs: torch.Tensor, residual: bool):
     from empirical import fused
 
-    if not fused.supports(layer.kind.name):
-        return _bmm(layer, xs, residual)
     S, B, L, d = xs.shape
     H = layer.heads
+    if not fused.supports(layer.kind.name) or not fused.pays(B, L * H, L):
+        return _bmm(layer, xs, residual)
     Gt, Mt = layer.maps()
     out, pattern = fused.layer(layer.kind.name, xs, Gt, Mt, causal_bias(L, H, xs)[0], residual)
     return out, pattern.view(S, B, L, H, L).transpose(-3, -2)

@@ -18,8 +18,8 @@ It saves x, a, y and z (no recomputation), allocates the backward's block buffer
 call, skips gx when the input needs no gradient (the first layer), and never materialises a
 zero gradient for an unused pattern (``set_materialize_grads(False)``). The kinds it writes out
 are ``KINDS`` (softmax and ReLU, the kinds of the six reference settings); a layer of any other
-kind runs ``bmm``. Their weights are the kinds' own torch forms (``constructions.attention``),
-in place: softmax over the keys, ReLU divided by max(i, 1); their derivatives:
+kind, or one whose member's pattern does not fill a block (``pays``), runs ``bmm``. Their
+weights are the kinds' own torch forms (``constructions.attention``), in place: softmax over the keys, ReLU divided by max(i, 1); their derivatives:
 
     softmax: gs = a * (ga - sum_k ga a)        (torch's own softmax backward kernel)
     ReLU:    gs = ga / max(i, 1) where a > 0, else 0
@@ -75,9 +75,16 @@ def divisor(L: int, H: int, like: torch.Tensor) -> torch.Tensor:
 
 def members_per_block(S: int, B: int, LH: int, L: int) -> int:
     """As many members as keep a block's pattern within ``BLOCK`` elements (at least one), spread
-    evenly over the blocks: 1 at the 4 x 4 reference shape, 2 at 2 x 2, 3 at 1 x 1."""
+    evenly over the blocks (1 at the 4 x 4 reference shape)."""
     k = max(1, BLOCK // (B * LH * L))
     return -(-S // -(-S // k))
+
+
+def pays(B: int, LH: int, L: int) -> bool:
+    """Whether one member's pattern fills a block (4 x 4 at the reference batch: yes; 2 x 2, 1 x 1:
+    no). Below that the whole batch already fits the cache, and bmm, whose backward runs in C++,
+    was as fast or faster (2 x 2 0.97-1.0x, 1 x 1 0.91-0.95x bmm's steps/s, paired rounds)."""
+    return B * LH * L >= BLOCK
 
 
 class _Layer(torch.autograd.Function):
