@@ -13,7 +13,9 @@ reference shape (d = L = 16, batch 128).
 Timing: every (row, shape) runs for ``--budget`` seconds of CPU time per round, rounds
 interleaved, the first round a warm-up; a rate is steps over process CPU time (user + system,
 which moves far less than wall time when other jobs share the machine), and each row keeps its
-fastest round (the least disturbed; the median is printed too). The load average and the machine
+fastest round (the least disturbed; the median is printed too, and the paired ratio: the median
+over rounds of a row's rate against bmm's in the same round, which holds still when the load
+drifts from round to round, where the fastest round does not). The load average and the machine
 are printed with the table. Below it: what 5 seeds of each formulation cost against the author's 1
 seed per shape, and the six reference settings (SPEC section 4's steps to stop, 5 seeds in one
 ensemble each) against the author's six runs of one seed. The ensemble's figure is an upper bound:
@@ -36,6 +38,7 @@ from empirical import train as T
 from empirical import usage
 
 SHAPES = ((1, 1), (2, 2), (4, 4))
+AUTHOR = "author's loop, 1 seed"
 SEEDS = (0, 1, 2, 3, 4)
 
 
@@ -68,7 +71,7 @@ def rows(kind: str, compile_too: bool, shapes=SHAPES) -> dict[str, dict]:
     if compile_too:
         out["bmm float32, torch.compile"] = {s: ensemble_step(*s, kind, torch.float32, "bmm", compiled=True)
                                              for s in shapes}
-    out["author's loop, 1 seed"] = {s: step_fn(*s, kind) for s in shapes}
+    out[AUTHOR] = {s: step_fn(*s, kind) for s in shapes}
     return out
 
 
@@ -99,13 +102,18 @@ def cost_of_reference(rate: dict) -> float:
 def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
     best = {r: {s: max(v) for s, v in by.items()} for r, by in rates.items()}
     median = {r: {s: statistics.median(v) for s, v in by.items()} for r, by in rates.items()}
-    ref, author = best["bmm float32"], best["author's loop, 1 seed"]
+    ref, author = best["bmm float32"], best[AUTHOR]
     shapes = list(ref)
-    head = ["formulation"] + [f"{l} x {h}: steps/s (vs bmm)" for l, h in shapes] + ["six settings: 5 seeds / author's 1"]
+    paired = {r: {s: statistics.median(x / y for x, y in zip(v, rates["bmm float32"][s])) for s, v in by.items()}
+              for r, by in rates.items()}  # each round against bmm's in the same round: robust to the load drifting
+    scaled = {r: {s: v * median["bmm float32"][s] for s, v in by.items()} for r, by in paired.items()}
+    head = (["formulation"] + [f"{l} x {h}: steps/s (vs bmm; median; paired)" for l, h in shapes]
+            + ["six settings: 5 seeds / author's 1 (fastest; medians; paired)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rates:
-        cells = [f"{best[r][s]:.1f} ({best[r][s] / ref[s]:.2f}x; median {median[r][s]:.1f})" for s in shapes]
-        ratio = "" if r.startswith("author") else f"{cost_of_reference(best[r]) / cost_of_reference(author):.2f}"
+        cells = [f"{best[r][s]:.1f} ({best[r][s] / ref[s]:.2f}x; {median[r][s]:.1f}; {paired[r][s]:.2f}x)" for s in shapes]
+        ratio = "" if r.startswith("author") else "; ".join(
+            f"{cost_of_reference(rate[r]) / cost_of_reference(rate[AUTHOR]):.2f}" for rate in (best, median, scaled))
         lines.append("| " + " | ".join([r] + cells + [ratio]) + " |")
     per_shape = ", ".join(f"{l} x {h} {author[(l, h)] / ref[(l, h)]:.2f}" for l, h in shapes)
     machine = usage.machine()
@@ -115,7 +123,8 @@ def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
         f"load average (1 min): {before['load']} at the start, {after['load']} at the end; "
         f"{after['wall'] - before['wall']:.0f} s wall",
         f"steps per second of process CPU time, fastest of {args.rounds} interleaved rounds of {args.budget} s "
-        "(median beside it); ensembles train 5 seeds per step, the author's loop 1",
+        "(then: vs bmm's fastest; the median; paired: the median over rounds of the rate against bmm's in the "
+        "same round); ensembles train 5 seeds per step, the author's loop 1",
         "", *lines, "",
         f"5 seeds of bmm cost this many times the author's 1 seed per step: {per_shape}",
         "one member of the 5 (a seed's share of the ensemble step) costs this many times the author's step: "
@@ -125,7 +134,8 @@ def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
     ])
     data = {"machine": machine, "torch": torch.__version__, "kind": args.kind, "rounds": args.rounds,
             "budget_s": args.budget, "load_start": before["load"], "load_end": after["load"],
-            "steps_per_cpu_second": {r: {f"{l}x{h}": v for (l, h), v in by.items()} for r, by in rates.items()}}
+            "steps_per_cpu_second": {r: {f"{l}x{h}": v for (l, h), v in by.items()} for r, by in rates.items()},
+            "paired_vs_bmm": {r: {f"{l}x{h}": v for (l, h), v in by.items()} for r, by in paired.items()}}
     return text, data
 
 

@@ -22,4 +22,6 @@ def test_benchmark_prints_a_row_per_formulation_and_the_authors_loop(monkeypatch
     assert "| bmm float64 |" in text and "| author's loop, 1 seed |" in text
     assert "5 seeds of bmm cost this many times the author's 1 seed per step: 1 x 1" in text
     assert all(r["1x1"][0] > 0 for r in data["steps_per_cpu_second"].values())
+    assert data["paired_vs_bmm"]["bmm float32"]["1x1"] == 1.0  # each round against itself
+    assert all(r["1x1"] > 0 for r in data["paired_vs_bmm"].values())
     assert torch.get_num_threads() == 1
