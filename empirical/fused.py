@@ -14,12 +14,13 @@ cache when the next product reads them, and the backward is written by hand:
                          gx += a^T gz;  gs = kind'(ga);  gy = gs x;  gx += gs^T y + gy G;
                          gG^T = x^T gy
 
-It saves x, a, y and z (no recomputation), allocates the backward's block buffers once per
-call, skips gx when the input needs no gradient (the first layer), and never materialises a
-zero gradient for an unused pattern (``set_materialize_grads(False)``). The kinds it writes out
-are ``KINDS`` (softmax and ReLU, the kinds of the six reference settings); a layer of any other
-kind, or one whose member's pattern does not fill a block (``pays``), runs ``bmm``. Their
-weights are the kinds' own torch forms (``constructions.attention``), in place: softmax over the keys, ReLU divided by max(i, 1); their derivatives:
+It saves x, a and z, recomputes a block's y in the backward (one small product, cheaper than
+writing y out and reading it back), allocates the block buffers once per call, skips gx when
+the input needs no gradient (the first layer), and never materialises a zero gradient for an
+unused pattern (``set_materialize_grads(False)``). The kinds it writes out are ``KINDS``
+(softmax and ReLU, the kinds of the six reference settings); a layer of any other kind, or one whose member's pattern does not fill a block (``pays``), runs ``bmm``. Their
+weights are the kinds' own torch forms (``constructions.attention``), in place: softmax over
+the keys, ReLU divided by max(i, 1); their derivatives:
 
     softmax: gs = a * (ga - sum_k ga a)        (torch's own softmax backward kernel)
     ReLU:    gs = ga / max(i, 1) where a > 0, else 0
@@ -99,13 +100,16 @@ class _Layer(torch.autograd.Function):
         LH, Hd = bias.shape[0], Gt.shape[2]
         k = members_per_block(S, B, LH, L)
         weights = KINDS[kind][0]
-        Y, Z = xs.new_empty(S, B * L, Hd), xs.new_empty(S, B * L, Hd)
+        Z, yk = xs.new_empty(S, B * L, Hd), xs.new_empty(k, B * L, Hd)  # y: one block's, recomputed backward
         a, out = xs.new_empty(S, B, LH, L), xs.new_empty(S, B * L, d)
         rows = xs.view(S * B, L, d)
         blocks = zip(xs.view(S, B * L, d).split(k), rows.split(k * B), rows.transpose(1, 2).split(k * B),
-                     Y.split(k), Y.view(S * B, LH, d).split(k * B), a.view(S * B, LH, L).split(k * B),
-                     Z.split(k), Z.view(S * B, LH, d).split(k * B), out.split(k), Gt.split(k), Mt.split(k))
-        for x, x3, x3t, y, y3, s, z, z3, o, G, M in blocks:  # x [k, B*L, d], x3 [k*B, L, d], ...
+                     a.view(S * B, LH, L).split(k * B), Z.split(k), Z.view(S * B, LH, d).split(k * B),
+                     out.split(k), Gt.split(k), Mt.split(k))
+        for x, x3, x3t, s, z, z3, o, G, M in blocks:  # x [k, B*L, d], x3 [k*B, L, d], ...
+            n = x.shape[0]
+            y = yk if n == k else yk[:n]
+            y3 = y.view(n * B, LH, d)
             torch.bmm(x, G, out=y)
             torch.bmm(y3, x3t, out=s)
             weights(s.add_(bias), div)
@@ -114,7 +118,7 @@ class _Layer(torch.autograd.Function):
                 torch.baddbmm(x, z, M, out=o)
             else:
                 torch.bmm(z, M, out=o)
-        ctx.save_for_backward(xs, Gt, Mt, div, a, Y, Z)
+        ctx.save_for_backward(xs, Gt, Mt, div, a, Z)
         ctx.kind, ctx.residual, ctx.k = kind, residual, k
         ctx.set_materialize_grads(False)
         return out, a
@@ -122,7 +126,7 @@ class _Layer(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, gout, gpat):
-        xs, Gt, Mt, div, a, Y, Z = ctx.saved_tensors
+        xs, Gt, Mt, div, a, Z = ctx.saved_tensors
         S, B, L, d = xs.shape
         LH, Hd, k = a.shape[2], Gt.shape[2], ctx.k
         grad = KINDS[ctx.kind][1]
@@ -135,12 +139,13 @@ class _Layer(torch.autograd.Function):
         pats = gpat.reshape(S * B, LH, L).split(k * B) if gpat is not None else None
         if want_x:
             gx = gout.clone() if ctx.residual else torch.zeros_like(gout)
+            yk = xs.new_empty(k, B * L, Hd)
             gxs = zip(gx.split(k), gx.view(S * B, L, d).split(k * B), a.view(S * B, LH, L).transpose(1, 2).split(k * B),
-                      Y.view(S * B, LH, d).split(k * B), Gt.transpose(1, 2).split(k))
-        blocks = zip(gout.split(k), rows.split(k * B), rows.transpose(1, 2).split(k * B), x2.transpose(1, 2).split(k),
-                     a.view(S * B, LH, L).split(k * B), Z.transpose(1, 2).split(k), Mt.transpose(1, 2).split(k),
-                     gGt.split(k), gMt.split(k))
-        for j, (g, x3, x3t, xt, am, zt, Ms, gG, gM) in enumerate(blocks):
+                      Gt.split(k), Gt.transpose(1, 2).split(k))
+        blocks = zip(gout.split(k), x2.split(k), rows.split(k * B), rows.transpose(1, 2).split(k * B),
+                     x2.transpose(1, 2).split(k), a.view(S * B, LH, L).split(k * B), Z.transpose(1, 2).split(k),
+                     Mt.transpose(1, 2).split(k), gGt.split(k), gMt.split(k))
+        for j, (g, x, x3, x3t, xt, am, zt, Ms, gG, gM) in enumerate(blocks):
             n = g.shape[0]
             gz_, gy_, ga_ = (gz, gy, ga) if n == k else (gz[:n], gy[:n], ga[:n * B])
             gz3, gy3 = gz_.view(n * B, LH, d), gy_.view(n * B, LH, d)
@@ -153,8 +158,10 @@ class _Layer(torch.autograd.Function):
             torch.bmm(gs, x3, out=gy3)
             torch.bmm(xt, gy_, out=gG)
             if want_x:
-                gx2, gx3, at, y3, Gs = next(gxs)
-                gx3.baddbmm_(at, gz3).baddbmm_(gs.transpose(1, 2), y3)
+                gx2, gx3, at, G, Gs = next(gxs)
+                y = yk if n == k else yk[:n]
+                torch.bmm(x, G, out=y)  # y = x G^T again: cheaper than keeping it from the forward
+                gx3.baddbmm_(at, gz3).baddbmm_(gs.transpose(1, 2), y.view(n * B, LH, d))
                 gx2.baddbmm_(gy_, Gs)
         return (gx.view(S, B, L, d) if want_x else None), gGt, None if unused_out else gMt, None, None, None, None
 
