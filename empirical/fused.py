@@ -18,9 +18,10 @@ It saves x, a and z, recomputes a block's y in the backward (one small product, 
 writing y out and reading it back), allocates the block buffers once per call, skips gx when
 the input needs no gradient (the first layer), and never materialises a zero gradient for an
 unused pattern (``set_materialize_grads(False)``). The kinds it writes out are ``KINDS``
-(softmax and ReLU, the kinds of the six reference settings); a layer of any other kind, or one whose member's pattern does not fill a block (``pays``), runs ``bmm``. Their
-weights are the kinds' own torch forms (``constructions.attention``), in place: softmax over
-the keys, ReLU divided by max(i, 1); their derivatives:
+(softmax and ReLU, the kinds of the six reference settings); a layer of any other kind, or
+one whose member's pattern does not fill a block (``pays``), runs ``bmm``. Their weights are
+the kinds' own torch forms (``constructions.attention``), in place: softmax over the keys,
+ReLU divided by max(i, 1); their derivatives:
 
     softmax: gs = a * (ga - sum_k ga a)        (torch's own softmax backward kernel)
     ReLU:    gs = ga / max(i, 1) where a > 0, else 0
