@@ -111,7 +111,8 @@ def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
             + ["six settings: 5 seeds / author's 1 (fastest; medians; paired)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rates:
-        cells = [f"{best[r][s]:.1f} ({best[r][s] / ref[s]:.2f}x; {median[r][s]:.1f}; {paired[r][s]:.2f}x)" for s in shapes]
+        cells = [f"{best[r][s]:.1f} ({best[r][s] / ref[s]:.2f}x; {median[r][s]:.1f}; {paired[r][s]:.2f}x)"
+                 for s in shapes]
         ratio = "" if r.startswith("author") else "; ".join(
             f"{cost_of_reference(rate[r]) / cost_of_reference(rate[AUTHOR]):.2f}" for rate in (best, median, scaled))
         lines.append("| " + " | ".join([r] + cells + [ratio]) + " |")
