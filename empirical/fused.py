@@ -24,7 +24,7 @@ the kinds' own torch forms (``constructions.attention``), in place: softmax over
 ReLU divided by max(i, 1); their derivatives:
 
     softmax: gs = a * (ga - sum_k ga a)        (torch's own softmax backward kernel)
-    ReLU:    gs = ga / max(i, 1) where a > 0, else 0
+    ReLU:    gs = ga / max(i, 1) where a > 0, else 0   (torch's threshold_backward, as autograd)
 
 (``a > 0`` exactly where the score is > 0, except for a score within a denormal of the kink,
 where the subgradient 0 is taken.) It is an exact rewriting: float64 equals the exact evaluator
@@ -54,7 +54,7 @@ def _relu(s, div):
 
 
 def _relu_grad(ga, a, div):
-    return ga.div_(div).masked_fill_(a <= 0, 0.0)
+    return torch.ops.aten.threshold_backward(ga.div_(div), a, 0)  # autograd's relu backward
 
 
 KINDS = {"softmax": (_softmax, _softmax_grad), "relu": (_relu, _relu_grad)}
