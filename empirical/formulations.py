@@ -35,7 +35,7 @@ host (CPU model, logical CPUs, torch version and build, one thread) in
 ``$SINKS_CACHE_DIR`` (default ``~/.cache/attention-sinks-verified``)``/formulation.json``; else
 ``bmm``. Training measures before its first step when nothing is set or cached
 (``empirical.fastest.choose_for_host``: a 4 x 4, 5-member float32 forward and backward of each
-automatic formulation, interleaved rounds, process CPU time, each one's fastest round; about 2 s)
+automatic formulation, interleaved rounds, process CPU time, each one's fastest round; about 3 s)
 and caches the choice. ``choose`` keeps ``bmm`` unless another formulation is at least
 ``CHOICE_MARGIN`` faster, so noise cannot flip the choice from run to run. ``broadcast`` and
 ``einsum`` are measured by the benchmark but never chosen automatically (the first is many times
