@@ -13,6 +13,7 @@ from empirical import fused
 from empirical import model as M
 
 import test_formulations
+from test_formulations import restore_choice  # noqa: F401 (a fixture)
 
 KINDS = sorted(fused.KINDS)
 
@@ -39,6 +40,10 @@ def _inputs(S, B, L, d, H, seed=0, scale=0.7):
     Gt = torch.randn(S, d, H * d, generator=g, dtype=torch.float64) * scale
     Mt = torch.randn(S, H * d, d, generator=g, dtype=torch.float64) * scale
     return xs, Gt, Mt
+
+
+def test_an_ensemble_member_trained_with_the_fused_function_equals_its_single_run(always, restore_choice):  # noqa: F811
+    test_formulations.test_an_ensemble_member_trained_with_each_formulation_equals_its_single_run("fused", None)
 
 
 @pytest.mark.parametrize("kind", KINDS)
