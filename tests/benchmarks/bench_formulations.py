@@ -2,7 +2,8 @@
 against the paper author's loop (``author_loop``), one torch thread, side by side.
 
     python -m tests.benchmarks.bench_formulations [--rounds 5] [--budget 0.25] [--kind softmax]
-                                                  [--compile] [--json FILE]
+                                                  [--compile] [--json FILE] [--only NAME ...]
+                                                  [--shapes 1x1 2x2 4x4]
 
 (from the checkout root; about 3 minutes on an idle core). Rows: every formulation training the
 5-seed ensemble exactly as ``empirical.train.train`` steps it (sample, forward, errors, the
@@ -62,12 +63,15 @@ def ensemble_step(layers: int, heads: int, kind: str, dtype: torch.dtype, formul
     return step
 
 
-def rows(kind: str, compile_too: bool, shapes=SHAPES) -> dict[str, dict]:
-    """name -> {shape: step function}."""
+def rows(kind: str, compile_too: bool, shapes=SHAPES, only: list[str] | None = None) -> dict[str, dict]:
+    """name -> {shape: step function}; ``only``: these formulations beside bmm and the author's
+    loop (no float64 row)."""
     from tests.benchmarks.author_loop import step_fn
 
-    out = {f"{n} float32": {s: ensemble_step(*s, kind, torch.float32, n) for s in shapes} for n in F.FORMULATIONS}
-    out["bmm float64"] = {s: ensemble_step(*s, kind, torch.float64, "bmm") for s in shapes}
+    names = [n for n in F.FORMULATIONS if not only or n == "bmm" or n in only]
+    out = {f"{n} float32": {s: ensemble_step(*s, kind, torch.float32, n) for s in shapes} for n in names}
+    if not only:
+        out["bmm float64"] = {s: ensemble_step(*s, kind, torch.float64, "bmm") for s in shapes}
     if compile_too:
         out["bmm float32, torch.compile"] = {s: ensemble_step(*s, kind, torch.float32, "bmm", compiled=True)
                                              for s in shapes}
@@ -147,10 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", default="softmax", choices=("softmax", "relu"))
     parser.add_argument("--compile", action="store_true", help="add bmm under torch.compile (slow to compile)")
     parser.add_argument("--json", default=None, help="also write the rates to this file")
+    parser.add_argument("--only", nargs="+", choices=list(F.FORMULATIONS), default=None,
+                        help="only these formulations beside bmm and the author's loop")
+    parser.add_argument("--shapes", nargs="+", choices=[f"{l}x{h}" for l, h in SHAPES], default=None,
+                        help="only these layers x heads (the six-settings cost needs all three)")
     args = parser.parse_args(argv)
+    shapes = [s for s in SHAPES if not args.shapes or f"{s[0]}x{s[1]}" in args.shapes]
     torch.set_num_threads(1)
     before = {"load": usage.load_average(), "wall": time.perf_counter()}
-    rates = measure(rows(args.kind, args.compile), args.rounds, args.budget)
+    rates = measure(rows(args.kind, args.compile, shapes, args.only), args.rounds, args.budget)
     after = {"load": usage.load_average(), "wall": time.perf_counter()}
     text, data = report(rates, before, after, args)
     print(text)
