@@ -1,7 +1,7 @@
 """Measure the formulations of ``empirical.formulations`` on this host and keep the fastest.
 
 ``choose_for_host(device)`` is what training calls before its first step: the formulation named
-by ``$SINKS_FORMULATION``, else the one cached for this host, else a measurement now (about 2 s
+by ``$SINKS_FORMULATION``, else the one cached for this host, else a measurement now (about 3 s
 of one core: ``measure``), whose choice (``formulations.choose``: bmm unless another is at least
 15 % faster) is cached for the next process. On a GPU nothing is measured and ``bmm`` runs
 (the measurement times the CPU). Either way the name is exported to ``$SINKS_FORMULATION``, so

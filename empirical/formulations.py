@@ -20,6 +20,10 @@ formulation below takes the layer and its input xs [S, B, L, d] and returns the 
 - ``values``: values first: v = x M^T for all heads ([S, B*L, d] x [S, d, H*d]), then
   out = sum over (head, key) of a v per sequence ([S*B, L, H*L] x [S*B, H*L, d]): the second
   per-sequence product contracts over 64, not 16 (v permuted to (head, key) order).
+- ``fused``: ``bmm``'s products member by member inside one ``torch.autograd.Function`` with a
+  hand-written backward (``empirical/fused.py``: a member's tensors stay in cache between
+  products, no zero gradient for the unused pattern, no autograd bookkeeping); softmax and ReLU
+  where a member's pattern fills a block (the 4 x 4 reference shape); anything else runs ``bmm``.
 - ``einsum``: the contractions of ``bmm`` written as ``torch.einsum`` (torch plans them).
 - ``broadcast``: scores and z as broadcast multiply-and-sum, no BLAS at all.
 
@@ -31,7 +35,7 @@ host (CPU model, logical CPUs, torch version and build, one thread) in
 ``$SINKS_CACHE_DIR`` (default ``~/.cache/attention-sinks-verified``)``/formulation.json``; else
 ``bmm``. Training measures before its first step when nothing is set or cached
 (``empirical.fastest.choose_for_host``: a 4 x 4, 5-member float32 forward and backward of each
-automatic formulation, interleaved rounds, process CPU time, each one's fastest round; about 2 s)
+automatic formulation, interleaved rounds, process CPU time, each one's fastest round; about 3 s)
 and caches the choice. ``choose`` keeps ``bmm`` unless another formulation is at least
 ``CHOICE_MARGIN`` faster, so noise cannot flip the choice from run to run. ``broadcast`` and
 ``einsum`` are measured by the benchmark but never chosen automatically (the first is many times
@@ -167,6 +171,18 @@ def _broadcast(layer, xs: torch.Tensor, residual: bool):
     return out, pattern.transpose(-3, -2)
 
 
+def _fused(layer, xs: torch.Tensor, residual: bool):
+    from empirical import fused
+
+    S, B, L, d = xs.shape
+    H = layer.heads
+    if not fused.supports(layer.kind.name) or not fused.pays(B, L * H, L):
+        return _bmm(layer, xs, residual)
+    Gt, Mt = layer.maps()
+    out, pattern = fused.layer(layer.kind.name, xs, Gt, Mt, causal_bias(L, H, xs)[0], residual)
+    return out, pattern.view(S, B, L, H, L).transpose(-3, -2)
+
+
 @dataclass(frozen=True)
 class Formulation:
     name: str
@@ -179,6 +195,8 @@ FORMULATIONS = {f.name: f for f in (
     Formulation("bmm", _bmm, True, "per-sequence products with the heads stacked in the rows ([S*B, L*H, d])"),
     Formulation("heads", _heads, True, "per-sequence products per head ([S*B*H, L, d]: 16 x 16 blocks)"),
     Formulation("values", _values, True, "values first, then one product over (head, key) per sequence"),
+    Formulation("fused", _fused, True, "one autograd function per layer, one member's block of sequences at a time "
+                "(softmax, ReLU; other kinds: bmm)"),
     Formulation("einsum", _einsum, False, "bmm's contractions as torch.einsum"),
     Formulation("broadcast", _broadcast, False, "per-sequence products as broadcast multiply-and-sum"),
 )}

@@ -2,7 +2,8 @@
 against the paper author's loop (``author_loop``), one torch thread, side by side.
 
     python -m tests.benchmarks.bench_formulations [--rounds 5] [--budget 0.25] [--kind softmax]
-                                                  [--compile] [--json FILE]
+                                                  [--compile] [--json FILE] [--only NAME ...]
+                                                  [--shapes 1x1 2x2 4x4]
 
 (from the checkout root; about 3 minutes on an idle core). Rows: every formulation training the
 5-seed ensemble exactly as ``empirical.train.train`` steps it (sample, forward, errors, the
@@ -13,7 +14,9 @@ reference shape (d = L = 16, batch 128).
 Timing: every (row, shape) runs for ``--budget`` seconds of CPU time per round, rounds
 interleaved, the first round a warm-up; a rate is steps over process CPU time (user + system,
 which moves far less than wall time when other jobs share the machine), and each row keeps its
-fastest round (the least disturbed; the median is printed too). The load average and the machine
+fastest round (the least disturbed; the median is printed too, and the paired ratio: the median
+over rounds of a row's rate against bmm's in the same round, which holds still when the load
+drifts from round to round, where the fastest round does not). The load average and the machine
 are printed with the table. Below it: what 5 seeds of each formulation cost against the author's 1
 seed per shape, and the six reference settings (SPEC section 4's steps to stop, 5 seeds in one
 ensemble each) against the author's six runs of one seed. The ensemble's figure is an upper bound:
@@ -36,6 +39,7 @@ from empirical import train as T
 from empirical import usage
 
 SHAPES = ((1, 1), (2, 2), (4, 4))
+AUTHOR = "author's loop, 1 seed"
 SEEDS = (0, 1, 2, 3, 4)
 
 
@@ -59,16 +63,19 @@ def ensemble_step(layers: int, heads: int, kind: str, dtype: torch.dtype, formul
     return step
 
 
-def rows(kind: str, compile_too: bool, shapes=SHAPES) -> dict[str, dict]:
-    """name -> {shape: step function}."""
+def rows(kind: str, compile_too: bool, shapes=SHAPES, only: list[str] | None = None) -> dict[str, dict]:
+    """name -> {shape: step function}; ``only``: these formulations beside bmm and the author's
+    loop (no float64 row)."""
     from tests.benchmarks.author_loop import step_fn
 
-    out = {f"{n} float32": {s: ensemble_step(*s, kind, torch.float32, n) for s in shapes} for n in F.FORMULATIONS}
-    out["bmm float64"] = {s: ensemble_step(*s, kind, torch.float64, "bmm") for s in shapes}
+    names = [n for n in F.FORMULATIONS if not only or n == "bmm" or n in only]
+    out = {f"{n} float32": {s: ensemble_step(*s, kind, torch.float32, n) for s in shapes} for n in names}
+    if not only:
+        out["bmm float64"] = {s: ensemble_step(*s, kind, torch.float64, "bmm") for s in shapes}
     if compile_too:
         out["bmm float32, torch.compile"] = {s: ensemble_step(*s, kind, torch.float32, "bmm", compiled=True)
                                              for s in shapes}
-    out["author's loop, 1 seed"] = {s: step_fn(*s, kind) for s in shapes}
+    out[AUTHOR] = {s: step_fn(*s, kind) for s in shapes}
     return out
 
 
@@ -99,13 +106,19 @@ def cost_of_reference(rate: dict) -> float:
 def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
     best = {r: {s: max(v) for s, v in by.items()} for r, by in rates.items()}
     median = {r: {s: statistics.median(v) for s, v in by.items()} for r, by in rates.items()}
-    ref, author = best["bmm float32"], best["author's loop, 1 seed"]
+    ref, author = best["bmm float32"], best[AUTHOR]
     shapes = list(ref)
-    head = ["formulation"] + [f"{l} x {h}: steps/s (vs bmm)" for l, h in shapes] + ["six settings: 5 seeds / author's 1"]
+    paired = {r: {s: statistics.median(x / y for x, y in zip(v, rates["bmm float32"][s])) for s, v in by.items()}
+              for r, by in rates.items()}  # each round against bmm's in the same round: robust to the load drifting
+    scaled = {r: {s: v * median["bmm float32"][s] for s, v in by.items()} for r, by in paired.items()}
+    head = (["formulation"] + [f"{l} x {h}: steps/s (vs bmm; median; paired)" for l, h in shapes]
+            + ["six settings: 5 seeds / author's 1 (fastest; medians; paired)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rates:
-        cells = [f"{best[r][s]:.1f} ({best[r][s] / ref[s]:.2f}x; median {median[r][s]:.1f})" for s in shapes]
-        ratio = "" if r.startswith("author") else f"{cost_of_reference(best[r]) / cost_of_reference(author):.2f}"
+        cells = [f"{best[r][s]:.1f} ({best[r][s] / ref[s]:.2f}x; {median[r][s]:.1f}; {paired[r][s]:.2f}x)"
+                 for s in shapes]
+        ratio = "" if r.startswith("author") else "; ".join(
+            f"{cost_of_reference(rate[r]) / cost_of_reference(rate[AUTHOR]):.2f}" for rate in (best, median, scaled))
         lines.append("| " + " | ".join([r] + cells + [ratio]) + " |")
     per_shape = ", ".join(f"{l} x {h} {author[(l, h)] / ref[(l, h)]:.2f}" for l, h in shapes)
     machine = usage.machine()
@@ -115,7 +128,8 @@ def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
         f"load average (1 min): {before['load']} at the start, {after['load']} at the end; "
         f"{after['wall'] - before['wall']:.0f} s wall",
         f"steps per second of process CPU time, fastest of {args.rounds} interleaved rounds of {args.budget} s "
-        "(median beside it); ensembles train 5 seeds per step, the author's loop 1",
+        "(then: vs bmm's fastest; the median; paired: the median over rounds of the rate against bmm's in the "
+        "same round); ensembles train 5 seeds per step, the author's loop 1",
         "", *lines, "",
         f"5 seeds of bmm cost this many times the author's 1 seed per step: {per_shape}",
         "one member of the 5 (a seed's share of the ensemble step) costs this many times the author's step: "
@@ -125,7 +139,8 @@ def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
     ])
     data = {"machine": machine, "torch": torch.__version__, "kind": args.kind, "rounds": args.rounds,
             "budget_s": args.budget, "load_start": before["load"], "load_end": after["load"],
-            "steps_per_cpu_second": {r: {f"{l}x{h}": v for (l, h), v in by.items()} for r, by in rates.items()}}
+            "steps_per_cpu_second": {r: {f"{l}x{h}": v for (l, h), v in by.items()} for r, by in rates.items()},
+            "paired_vs_bmm": {r: {f"{l}x{h}": v for (l, h), v in by.items()} for r, by in paired.items()}}
     return text, data
 
 
@@ -136,10 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", default="softmax", choices=("softmax", "relu"))
     parser.add_argument("--compile", action="store_true", help="add bmm under torch.compile (slow to compile)")
     parser.add_argument("--json", default=None, help="also write the rates to this file")
+    parser.add_argument("--only", nargs="+", choices=list(F.FORMULATIONS), default=None,
+                        help="only these formulations beside bmm and the author's loop")
+    parser.add_argument("--shapes", nargs="+", choices=[f"{l}x{h}" for l, h in SHAPES], default=None,
+                        help="only these layers x heads (the six-settings cost needs all three)")
     args = parser.parse_args(argv)
+    shapes = [s for s in SHAPES if not args.shapes or f"{s[0]}x{s[1]}" in args.shapes]
     torch.set_num_threads(1)
     before = {"load": usage.load_average(), "wall": time.perf_counter()}
-    rates = measure(rows(args.kind, args.compile), args.rounds, args.budget)
+    rates = measure(rows(args.kind, args.compile, shapes, args.only), args.rounds, args.budget)
     after = {"load": usage.load_average(), "wall": time.perf_counter()}
     text, data = report(rates, before, after, args)
     print(text)

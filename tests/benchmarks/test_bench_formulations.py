@@ -22,4 +22,15 @@ def test_benchmark_prints_a_row_per_formulation_and_the_authors_loop(monkeypatch
     assert "| bmm float64 |" in text and "| author's loop, 1 seed |" in text
     assert "5 seeds of bmm cost this many times the author's 1 seed per step: 1 x 1" in text
     assert all(r["1x1"][0] > 0 for r in data["steps_per_cpu_second"].values())
+    assert data["paired_vs_bmm"]["bmm float32"]["1x1"] == 1.0  # each round against itself
+    assert all(r["1x1"] > 0 for r in data["paired_vs_bmm"].values())
     assert torch.get_num_threads() == 1
+
+
+def test_a_subset_of_rows_and_shapes():
+    saved = list(F._CURRENT), list(F._HOW)
+    try:
+        table = bench.rows("softmax", compile_too=False, shapes=((1, 1),), only=["fused"])
+    finally:
+        F._CURRENT[:], F._HOW[:] = saved
+    assert list(table) == ["bmm float32", "fused float32", bench.AUTHOR] and list(table["bmm float32"]) == [(1, 1)]
