@@ -40,8 +40,9 @@ breakpoints and the crossings of the two ends. Float64, with an a-priori roundin
 
 What it certifies: at trigger position j and trigger content q, every input's max-abs error is at
 most the bound (the smaller of this bound and ``error.trigger_bound_box`` at the same query; the
-box relaxation is the sharper one when the worst keys need no weight-content trade-off). It says nothing about other trigger contents: the query content moves every key's
-score through M[C, C], and that coupling is what a bound over all contents still relaxes.
+box relaxation is the sharper one when the worst keys need no weight-content trade-off). It says
+nothing about other trigger contents: the query content moves every key's score through
+M[C, C], and that coupling is what a bound over all contents still relaxes.
 """
 
 from __future__ import annotations
@@ -142,24 +143,23 @@ class _Query:
         self.vo = self.v1 + self.vC @ q  # own value
         self.to = er[:, task.TRIGGER_FLAG] + er[:, C] @ q  # own target feature
         self.tf, self.tC = er[:, fl], er[:, C]
-        self.j, self.n = j, n
+        self.j = j
         self.lam_max = 2 * (np.abs(V).sum(axis=1).max() + 1) / self.D[0]
 
     def value(self, rows, lam, D, Dm, slices, sizes=False):
         """The bound [B] for rows [B] (indices of (coordinate, sign)) at multiplier lam [B],
         normaliser D [B] and cell middle Dm [B], and the largest absolute sum met."""
-        tile = lambda a: a[rows]
-        s, j = tile(self.s), self.j
+        s, j = self.s[rows], self.j
         rho, rm = 1 / D, 1 / Dm
-        P = np.maximum(*(w * (s * tile(self.v0) * rho - lam) for w in self.w0))
-        P = P + np.maximum(*(w * (s * tile(self.vo) * rho - lam) for w in self.wo)) - s * tile(self.to) / j
+        P = np.maximum(*(w * (s * self.v0[rows] * rho - lam) for w in self.w0))
+        P = P + np.maximum(*(w * (s * self.vo[rows] * rho - lam) for w in self.wo)) - s * self.to[rows] / j
         Lt = np.where(lam >= 0, lam / rho, lam / rm - lam * (rho - rm) / rm ** 2)
-        alpha = s * rho * tile(self.vf) - lam
-        K, big = _key_bound(self.beta, self.eps, self.U, alpha, (s * rho)[:, None] * tile(self.vC),
-                            -(s / j)[:, None] * tile(self.tC), slices, sizes)
-        total = P + Lt + (j - 1) * (K - s * tile(self.tf) / j)
-        size = (self.w0[1] * (np.abs(tile(self.v0)) * rho + np.abs(lam)) + self.wo[1] * (np.abs(tile(self.vo)) * rho + np.abs(lam))
-                + np.abs(tile(self.to)) / j + np.abs(lam) / rm * 3 + (j - 1) * (big + np.abs(tile(self.tf)) / j))
+        alpha = s * rho * self.vf[rows] - lam
+        K, big = _key_bound(self.beta, self.eps, self.U, alpha, (s * rho)[:, None] * self.vC[rows],
+                            -(s / j)[:, None] * self.tC[rows], slices, sizes)
+        total = P + Lt + (j - 1) * (K - s * self.tf[rows] / j)
+        size = (self.w0[1] * (np.abs(self.v0[rows]) * rho + np.abs(lam)) + self.wo[1] * (np.abs(self.vo[rows]) * rho + np.abs(lam))
+                + np.abs(self.to[rows]) / j + np.abs(lam) / rm * 3 + (j - 1) * (big + np.abs(self.tf[rows]) / j))
         return total, size
 
 

@@ -36,26 +36,27 @@ def heads_of(results: Path) -> list[tuple[str, object]]:
     return out
 
 
-def row(label: str, net, L: int, cells: int) -> dict:
+def row(label: str, net, L: int, cells: int | None = None) -> dict:
     from empirical.certify import certify_network
     from proofs.certify import heads, trigger_dual
 
     start = time.process_time()
     eta = certify_network(net, L)["eta"]
-    fixed = trigger_dual.at_witness(heads.head_maps(net), eta, cells)
-    if fixed is None:  # the witness is at a non-trigger query: no trigger slice to bound
-        return {"head": label, "eta_up": eta["eta_up"], "eta_lo": eta["eta_lo"], "ratio": eta["ratio"],
-                "witness_case": eta["case"], "cpu_s": time.process_time() - start}
-    return {"head": label, "eta_up": eta["eta_up"], "eta_lo": eta["eta_lo"], "ratio": eta["ratio"],
-            "attained_by": eta["attained_by"], "witness_trigger": eta["trigger"], "witness_case": eta["case"],
-            "fixed_query_bound": fixed["bound"], "fixed_query_ratio": fixed["ratio"],
-            "dual": fixed["dual"], "box": fixed["box"], "cpu_s": time.process_time() - start}
+    fixed = trigger_dual.at_witness(heads.head_maps(net), eta, cells or trigger_dual.CELLS)
+    out = {"head": label, "eta_up": eta["eta_up"], "eta_lo": eta["eta_lo"], "ratio": eta["ratio"],
+           "witness_case": eta["case"]}
+    if fixed is not None:  # None: the witness is at a non-trigger query, no trigger slice to bound
+        out.update({"attained_by": eta["attained_by"], "witness_trigger": eta["trigger"],
+                    "fixed_query_bound": fixed["bound"], "fixed_query_ratio": fixed["ratio"],
+                    "dual": fixed["dual"], "box": fixed["box"]})
+    out["cpu_s"] = time.process_time() - start
+    return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=Path("results"))
-    p.add_argument("--cells", type=int, default=64)
+    p.add_argument("--cells", type=int, default=None, help="cells of the normaliser (default trigger_dual.CELLS)")
     p.add_argument("--L", type=int, default=16)
     p.add_argument("--json", type=Path)
     a = p.parse_args(argv)
