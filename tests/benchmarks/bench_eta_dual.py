@@ -4,6 +4,7 @@ fixed-query bound (``proofs.certify.trigger_dual``) at its witness's trigger pos
 trigger content.
 
     python -m tests.benchmarks.bench_eta_dual [--results results] [--cells 64] [--json FILE]
+    python -m tests.benchmarks.bench_eta_dual --around [--cells 16] [--random 8] [--heads 0 3 ...]
 
 (from the checkout root; about 15-40 s CPU per head). It reads the worst-case setting's job records
 (``results/runs/worst_case/*.json``: each seed's fine-tuned weights and its SPEC section 4
@@ -11,6 +12,11 @@ reference weights), certifies each head over every input (``empirical.certify.ce
 eta_up, and eta_lo with its witness), then bounds the error over every input that shares the
 witness's trigger position j and trigger content q. That bound is certified for that slice of the
 input class only; eta_lo's witness lies in the slice, so bound / eta_lo is the bracket there.
+
+``--around``: how the fixed-query bound varies with the trigger content at the witness's j: at the
+witness's q, at each of its n single-coordinate flips, at ``--random`` random vertices of the
+content box and at q = 0 (bound / eta_lo each; a diagnostic of where a bound over every trigger
+content would have to be tight, not a certificate over them; about 2-7 min per head at 16 cells).
 """
 
 from __future__ import annotations
@@ -53,17 +59,61 @@ def row(label: str, net, L: int, cells: int | None = None) -> dict:
     return out
 
 
+def around(label: str, net, L: int, cells: int, random: int, seed: int = 0) -> dict:
+    """The fixed-query bound / eta_lo at the witness's trigger content, its single flips, random
+    vertices and 0 (the witness's trigger position throughout)."""
+    import numpy as np
+
+    from empirical.certify import certify_network
+    from proofs.certify import heads, trigger_dual
+
+    h = heads.head_maps(net)
+    eta = certify_network(net, L)["eta"]
+    if h.kind != "softmax" or eta.get("case") != "trigger":
+        return {"head": label, "witness_case": eta.get("case")}
+    j, q0 = eta["trigger"], np.array(eta["contents"][eta["trigger"] - 1])
+    flips = [q0 * np.where(np.arange(h.n) == i, -1, 1) for i in range(h.n)]
+    rng = np.random.default_rng(seed)
+    randoms = [rng.choice([-1.0, 1.0], size=h.n) for _ in range(random)]
+    ratio = lambda q: trigger_dual.fixed_query_bound(h, j, q, cells)["bound"] / eta["eta_lo"]
+    return {"head": label, "trigger": j, "cells": cells, "witness": ratio(q0), "flips": [ratio(q) for q in flips],
+            "random": [ratio(q) for q in randoms], "zero": ratio(np.zeros(h.n))}
+
+
+def main_around(a, nets) -> int:
+    rows = []
+    print("| head | witness j | bound / eta_lo at the witness's q | single flips: min - max | random vertices: min - max | q = 0 |")
+    print("|---|---|---|---|---|---|")
+    for label, net in nets:
+        r = around(label, net, a.L, a.cells or 16, a.random)
+        rows.append(r)
+        if "witness" not in r:
+            print(f"| {label} | ({r['witness_case']} query) | - | - | - | - |", flush=True)
+            continue
+        print(f"| {label} | {r['trigger']} | {r['witness']:.3f} | {min(r['flips']):.3f} - {max(r['flips']):.3f} "
+              f"| {min(r['random']):.3f} - {max(r['random']):.3f} | {r['zero']:.3f} |", flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--cells", type=int, default=None, help="cells of the normaliser (default trigger_dual.CELLS)")
     p.add_argument("--L", type=int, default=16)
     p.add_argument("--json", type=Path)
+    p.add_argument("--around", action="store_true", help="the bound at the witness's content, its flips and random vertices")
+    p.add_argument("--random", type=int, default=8, help="random vertices of the trigger content (--around)")
+    p.add_argument("--heads", type=int, nargs="+", help="only these heads (indices in the order printed)")
     a = p.parse_args(argv)
     nets = heads_of(a.results)
     if not nets:
         print(f"no worst-case job records under {a.results / 'runs' / 'worst_case'}", file=sys.stderr)
         return 2
+    nets = [nets[i] for i in a.heads if 0 <= i < len(nets)] if a.heads else nets
+    if a.around:
+        return main_around(a, nets)
     rows = []
     print("| head | eta_up | eta_lo | eta_up / eta_lo | witness j | bound at the witness's (j, q) | its / eta_lo | box relaxation there | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|")
