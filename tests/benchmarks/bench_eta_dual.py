@@ -80,20 +80,31 @@ def around(label: str, net, L: int, cells: int, random: int, seed: int = 0) -> d
             "random": [ratio(q) for q in randoms], "zero": ratio(np.zeros(h.n))}
 
 
-def main_around(a, nets) -> int:
+def _around_cells(r: dict) -> list[str]:
+    if "witness" not in r:
+        return [f"({r['witness_case']} query)", "-", "-", "-", "-"]
+    return [str(r["trigger"]), f"{r['witness']:.3f}", f"{min(r['flips']):.3f} - {max(r['flips']):.3f}",
+            f"{min(r['random']):.3f} - {max(r['random']):.3f}", f"{r['zero']:.3f}"]
+
+
+def _row_cells(r: dict) -> list[str]:
+    head = [f"{r['eta_up']:.6f}", f"{r['eta_lo']:.6f}", f"{r['ratio']:.3f}"]
+    if "fixed_query_bound" not in r:
+        return head + [f"({r['witness_case']} query)", "-", "-", "-", f"{r['cpu_s']:.1f}"]
+    return head + [str(r["witness_trigger"]), f"{r['fixed_query_bound']:.6f}", f"{r['fixed_query_ratio']:.3f}",
+                   f"{r['box']:.6f}", f"{r['cpu_s']:.1f}"]
+
+
+def print_table(columns: list[str], nets, compute, cells, path: Path | None) -> int:
+    """One markdown row per head (printed as it is computed); the rows as JSON to ``path``."""
+    print("| head | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
     rows = []
-    print("| head | witness j | bound / eta_lo at the witness's q | single flips: min - max | random vertices: min - max | q = 0 |")
-    print("|---|---|---|---|---|---|")
     for label, net in nets:
-        r = around(label, net, a.L, a.cells or 16, a.random)
-        rows.append(r)
-        if "witness" not in r:
-            print(f"| {label} | ({r['witness_case']} query) | - | - | - | - |", flush=True)
-            continue
-        print(f"| {label} | {r['trigger']} | {r['witness']:.3f} | {min(r['flips']):.3f} - {max(r['flips']):.3f} "
-              f"| {min(r['random']):.3f} - {max(r['random']):.3f} | {r['zero']:.3f} |", flush=True)
-    if a.json:
-        a.json.write_text(json.dumps(rows, indent=1))
+        rows.append(compute(label, net))
+        print("| " + " | ".join([label] + cells(rows[-1])) + " |", flush=True)
+    if path:
+        path.write_text(json.dumps(rows, indent=1))
     return 0
 
 
@@ -113,22 +124,13 @@ def main(argv=None) -> int:
         return 2
     nets = [nets[i] for i in a.heads if 0 <= i < len(nets)] if a.heads else nets
     if a.around:
-        return main_around(a, nets)
-    rows = []
-    print("| head | eta_up | eta_lo | eta_up / eta_lo | witness j | bound at the witness's (j, q) | its / eta_lo | box relaxation there | CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for label, net in nets:
-        r = row(label, net, a.L, a.cells)
-        rows.append(r)
-        if "fixed_query_bound" not in r:
-            print(f"| {label} | {r['eta_up']:.6f} | {r['eta_lo']:.6f} | {r['ratio']:.3f} | ({r['witness_case']} query) "
-                  f"| - | - | - | {r['cpu_s']:.1f} |", flush=True)
-            continue
-        print(f"| {label} | {r['eta_up']:.6f} | {r['eta_lo']:.6f} | {r['ratio']:.3f} | {r['witness_trigger']} "
-              f"| {r['fixed_query_bound']:.6f} | {r['fixed_query_ratio']:.3f} | {r['box']:.6f} | {r['cpu_s']:.1f} |", flush=True)
-    if a.json:
-        a.json.write_text(json.dumps(rows, indent=1))
-    return 0
+        columns = ["witness j", "bound / eta_lo at the witness's q", "single flips: min - max",
+                   "random vertices: min - max", "q = 0"]
+        return print_table(columns, nets, lambda label, net: around(label, net, a.L, a.cells or 16, a.random),
+                           _around_cells, a.json)
+    columns = ["eta_up", "eta_lo", "eta_up / eta_lo", "witness j", "bound at the witness's (j, q)", "its / eta_lo",
+               "box relaxation there", "CPU s"]
+    return print_table(columns, nets, lambda label, net: row(label, net, a.L, a.cells), _row_cells, a.json)
 
 
 if __name__ == "__main__":
