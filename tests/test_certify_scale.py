@@ -142,9 +142,9 @@ def test_typed_witness_replays_through_the_reference_evaluator():
 
 
 def test_the_kick_finds_a_larger_witness_on_a_trained_head():
-    """Seed 1's worst-case head (tests/data): the greedy search ends at 0.001658; a restart from a
-    single flip of that input's own content, with fresh keys, reaches 0.001695 (measured; eta_lo
-    rose by 2.2 %), and the exact replay keeps it."""
+    """Seed 1's worst-case head (tests/data): the greedy search ends at 0.001658; the kick's
+    restarts at that input's own content and its single flips, with fresh key starts, reach
+    0.001695 (measured; eta_lo rose by 2.2 %), and the exact replay keeps it."""
     import json
     from pathlib import Path
 

@@ -33,7 +33,7 @@ ROUNDS = 12  # greedy flip rounds per start
 RANDOM_STARTS = 4  # random vertex starts per configuration
 REPLAYED = 4  # best typed inputs replayed exactly
 CLIMBED = 64  # configurations whose starts are improved by the greedy ascent
-KICKS = 3  # rounds of restarts from the best input's single own-content flips (eta_lo's search)
+KICKS = 3  # rounds of restarts at the best input's own content and its single flips (eta_lo's search)
 
 
 @dataclass
