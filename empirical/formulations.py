@@ -183,6 +183,20 @@ def _fused(layer, xs: torch.Tensor, residual: bool):
     return out, pattern.view(S, B, L, H, L).transpose(-3, -2)
 
 
+def _compiled(layer, xs: torch.Tensor, residual: bool):
+    from empirical.compiled import build, layer as compiled_layer
+
+    S, B, L, d = xs.shape
+    kernel = None
+    if layer.kind.name in build.KINDS and xs.device.type == "cpu":
+        kernel = build.library(L, d, xs.dtype, cache_path().parent)
+    if kernel is None:
+        return _fused(layer, xs, residual)
+    Gt, Mt = layer.maps()
+    out, pattern = compiled_layer.layer(kernel, layer.kind.name, xs, Gt, Mt, residual)
+    return out, pattern.view(S, B, L, layer.heads, L).transpose(-3, -2)
+
+
 @dataclass(frozen=True)
 class Formulation:
     name: str
@@ -197,6 +211,8 @@ FORMULATIONS = {f.name: f for f in (
     Formulation("values", _values, True, "values first, then one product over (head, key) per sequence"),
     Formulation("fused", _fused, True, "one autograd function per layer, one member's block of sequences at a time "
                 "(softmax, ReLU; other kinds: bmm)"),
+    Formulation("compiled", _compiled, True, "the per-sequence core as a kernel compiled for the host and shape "
+                "(empirical/compiled; softmax, ReLU on CPU; otherwise fused)"),
     Formulation("einsum", _einsum, False, "bmm's contractions as torch.einsum"),
     Formulation("broadcast", _broadcast, False, "per-sequence products as broadcast multiply-and-sum"),
 )}

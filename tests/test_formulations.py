@@ -35,8 +35,8 @@ def _random_model(kind, d, layers, heads, ensemble, dtype, scale=0.7, seed=0):
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("kind", attention.names())
 @pytest.mark.parametrize("layers, heads, ensemble", [(1, 1, None), (2, 3, 2)])
-def test_every_formulation_equals_the_exact_reference(name, kind, layers, heads, ensemble):
-    cfg = task.TaskConfig(d=5, L=6, residual=layers > 1)
+def test_every_formulation_equals_the_exact_reference(name, kind, layers, heads, ensemble, d=5, L=6):
+    cfg = task.TaskConfig(d=d, L=L, residual=layers > 1)
     m = _random_model(kind, cfg.d, layers, heads, ensemble, torch.float64, seed=layers + heads)
     batch = task.sample(cfg, 3, torch.Generator().manual_seed(2), dtype=torch.float64)
     out, cache = m(batch.x, formulation=name)
@@ -93,9 +93,10 @@ def restore_choice(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("name", AUTOMATIC)
-def test_an_ensemble_member_trained_with_each_formulation_equals_its_single_run(name, restore_choice):
+def test_an_ensemble_member_trained_with_each_formulation_equals_its_single_run(name, restore_choice, small=SMALL,
+                                                                                to_bmm=(1e-4, 1e-8)):
     F.use(name)
-    cfg = T.TrainConfig(kind="softmax", layers=2, heads=2, seeds=(0, 1, 2), max_steps=25, **SMALL)
+    cfg = T.TrainConfig(kind="softmax", layers=2, heads=2, seeds=(0, 1, 2), max_steps=25, **small)
     whole = T.train(cfg, quiet=True)
     alone = T.train(dataclasses.replace(cfg, seeds=(2,)), quiet=True)
     assert whole["timing"]["formulation"]["name"] == name
@@ -103,7 +104,7 @@ def test_an_ensemble_member_trained_with_each_formulation_equals_its_single_run(
     assert_same_numbers(view(alone, 0), view(whole, 2), rel=1e-6)
     F.use("bmm")
     reference_run = T.train(dataclasses.replace(cfg, seeds=(2,)), quiet=True)
-    assert_same_numbers(view(alone, 0), view(reference_run, 0), rel=1e-4)  # the same training, rounded differently
+    assert_same_numbers(view(alone, 0), view(reference_run, 0), *to_bmm)  # the same training, rounded differently
 
 
 def test_another_formulation_is_chosen_only_when_15_percent_faster():

@@ -1,0 +1,179 @@
+"""The ``compiled`` formulation (empirical/compiled): the kernel built for the host, its layer
+against the exact evaluator and against autograd of ``bmm`` (float64), its hand-written backward
+by gradcheck (through the output, the pattern, both; the first layer's input without a gradient),
+its float32 softmax (exp) against float64, the shape checks on the raw pointers it is given, the
+build cache, and where it runs ``fused`` instead (other kinds and shapes, no compiler).
+tests/test_formulations.py holds it, as chosen, to ``bmm`` in float32 at the 4 x 4 training shape."""
+
+import pytest
+import torch
+
+from constructions import attention
+from empirical import formulations as F
+from empirical import model as M
+from empirical.compiled import build
+from empirical.compiled import layer as compiled_layer
+
+import test_formulations
+from test_formulations import restore_choice  # noqa: F401 (a fixture)
+from test_fused import _grads
+
+KINDS = sorted(build.KINDS)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("sinks-cache")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built(cache):
+    """The kernel at the shapes below (float64 and float32), or a skip that says why not."""
+    for L, d, dtype in ((8, 8, torch.float64), (4, 4, torch.float64), (16, 16, torch.float64), (16, 16, torch.float32)):
+        if build.library(L, d, dtype, cache) is None:
+            pytest.skip(f"the compiled kernel is not available here: {build.unavailable[(L, d, dtype)]}")
+
+
+def _kernel(L, d, dtype=torch.float64):
+    return build._LOADED[(L, d, dtype)]
+
+
+@pytest.mark.parametrize("kind", attention.names())
+@pytest.mark.parametrize("layers, heads, ensemble", [(1, 1, None), (2, 3, 2)])
+def test_the_compiled_layer_equals_the_exact_reference(kind, layers, heads, ensemble):
+    """d = L = 8, a shape the kernel is built for (softmax, ReLU; the other kinds run ``fused``)."""
+    test_formulations.test_every_formulation_equals_the_exact_reference("compiled", kind, layers, heads, ensemble, d=8, L=8)
+
+
+def test_an_ensemble_member_trained_with_the_compiled_layer_equals_its_single_run(restore_choice):  # noqa: F811
+    """Against ``bmm``'s run of the same seed, 25 float32 steps later: weights within 1e-6 (a few
+    ulps of the weights' 0.1-1 scale; measured 9e-7 at most, norm 1e-6 of the weights'; ``fused``,
+    with torch's exp, 2e-7: Cephes' exp and the kernel's order of sums round differently)."""
+    small = dict(test_formulations.SMALL, d=8, L=8, eval_trigger=5)
+    test_formulations.test_an_ensemble_member_trained_with_each_formulation_equals_its_single_run(
+        "compiled", None, small, to_bmm=(1e-4, 2e-6))
+
+
+def _inputs(S, B, L, d, H, seed=0, scale=0.7, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    xs = torch.randn(S, B, L, d, generator=g, dtype=dtype)
+    Gt = torch.randn(S, d, H * d, generator=g, dtype=dtype) * scale
+    Mt = torch.randn(S, H * d, d, generator=g, dtype=dtype) * scale
+    return xs, Gt, Mt
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("residual", [True, False])
+@pytest.mark.parametrize("x_grad", [True, False])
+@pytest.mark.parametrize("reads", ["output and pattern", "output", "pattern"])
+def test_the_hand_written_backward_passes_gradcheck(kind, residual, x_grad, reads):
+    S, B, L, d, H = 2, 3, 4, 4, 2
+    xs, Gt, Mt = _inputs(S, B, L, d, H, seed=3)
+    weights = torch.randn(S, B, L * H, L, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+
+    def f(xs, Gt, Mt):
+        out, pattern = compiled_layer.layer(_kernel(L, d), kind, xs, Gt, Mt, residual)
+        return {"output and pattern": (out, pattern * weights), "output": out, "pattern": pattern * weights}[reads]
+
+    assert torch.autograd.gradcheck(f, (xs.requires_grad_(x_grad), Gt.requires_grad_(), Mt.requires_grad_()))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("which", ["output", "output and pattern", "pattern"])
+def test_gradients_equal_autograd_of_bmm_in_float64(kind, which):
+    """The 4 x 4, 5-member training shape; the loss reads the output, the patterns, or both."""
+    m = M.AttentionModel(kind, 16, layers=4, heads=4, residual=True, ensemble=5, seeds=range(5), dtype=torch.float64)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(10)  # past the 0.02 init, so the nonlinearities matter
+    x = torch.rand(5, 16, 16, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    y = torch.rand(x.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    parts = {"output": lambda out, cache: (out - y).pow(2).mean(),
+             "pattern": lambda out, cache: sum(cache[f"L{n}.pattern"][..., 0].pow(2).sum() for n in range(4))}
+    loss = parts.get(which) or (lambda out, cache: parts["output"](out, cache) + parts["pattern"](out, cache))
+    ref, got = _grads(m, x, "bmm", loss), _grads(m, x, "compiled", loss)
+    for g, r in zip(got, ref):
+        assert (g is None) == (r is None)  # the pattern alone: the last W_V, W_O get none, as under autograd
+        assert r is None or torch.allclose(g, r, rtol=1e-10, atol=1e-14 * r.abs().max())
+    assert (which == "pattern") == any(r is None for r in ref)
+
+
+@pytest.mark.parametrize("power", [-12, -4, 0, 3, 6])
+def test_the_float32_softmax_equals_float64_to_rounding(power):
+    """Cephes' exp in float32 against torch in float64 on the same scores: integer contents and
+    weights times 2^power make every score exact in float32 (|s| < 2^16 * 2^power), so what
+    differs is exp and the normalisation alone, from flat rows (2^-12) to scores of +-4e6 (no
+    overflow, no NaN, exact zeros only where the weight is below float32's normal range)."""
+    S, B, L, d, H = 1, 64, 16, 16, 4
+    g = torch.Generator().manual_seed(7)
+    xs = torch.randint(-1, 2, (S, B, L, d), generator=g).float()
+    Gt = torch.randint(-3, 4, (S, d, H * d), generator=g).float() * 2.0 ** power
+    a, _ = _kernel(16, 16, torch.float32).forward("softmax", False, xs, Gt, torch.zeros(S, H * d, d))
+    y = torch.bmm(xs.double().view(S, B * L, d), Gt.double()).view(S * B, L * H, d)
+    scores = torch.baddbmm(F.causal_bias(L, H, y), y, xs.double().view(S * B, L, d).transpose(1, 2))
+    want = torch.softmax(scores, -1).view(a.shape)
+    assert torch.isfinite(a).all()
+    err = (a.double() - want).abs()
+    assert (err <= 4e-7 * want + 1.2e-38).all()  # a few float32 ulps of each weight
+    assert ((a == 0) <= (want < 1.2e-38)).all()
+
+
+def test_a_tensor_of_the_wrong_shape_is_refused_before_the_kernel_reads_it():
+    kernel = _kernel(8, 8)
+    xs, Gt, Mt = _inputs(2, 3, 8, 8, 2)
+    with pytest.raises(ValueError, match=r"shape \(2, 3, 8, 8\), got torch.float64 \(2, 3, 4, 8\)"):
+        kernel.forward("softmax", True, xs[:, :, :4].contiguous(), Gt, Mt)
+    with pytest.raises(ValueError, match="float32"):
+        kernel.forward("softmax", True, xs.float(), Gt, Mt)
+    with pytest.raises(ValueError, match="contiguous"):
+        kernel.forward("softmax", True, xs.transpose(2, 3), Gt, Mt)
+    a, _ = kernel.forward("softmax", True, xs, Gt, Mt)
+    with pytest.raises(ValueError, match=r"\(2, 3, 16, 8\)"):
+        kernel.backward("softmax", True, xs, Gt, Mt, a[:, :2].contiguous(), None, None, True)
+
+
+@pytest.mark.parametrize("kind, L, d, runs", [
+    ("softmax", 16, 16, "compiled"), ("relu", 16, 16, "compiled"), ("softmax", 8, 4, "compiled"),
+    ("sigmoid_norm", 16, 16, "other"),  # a kind the kernel does not write out
+    ("softmax", 6, 16, "other"),  # a length that is not a power of two
+])
+def test_where_the_compiled_layer_runs(kind, L, d, runs, restore_choice):  # noqa: F811
+    m = M.AttentionModel(kind, d, layers=1, heads=2, ensemble=2, seeds=range(2))
+    out, _ = m(torch.rand(2, 3, L, d), formulation="compiled")
+    node = out.grad_fn.next_functions[0][0]  # under the model's view of the layer's output
+    assert (node.name() == "_CompiledLayerBackward") == (runs == "compiled")
+    if runs == "other" and kind == "softmax":
+        assert "L=6" in build.unavailable[(L, d, torch.float32)]
+
+
+def test_without_a_compiler_nothing_is_built_and_the_reason_is_kept(monkeypatch, tmp_path):
+    monkeypatch.setattr(build, "compiler", lambda: None)
+    monkeypatch.setattr(build, "_LOADED", {})
+    assert build.library(8, 8, torch.float64, tmp_path) is None
+    assert build.unavailable[(8, 8, torch.float64)].startswith("no C++ compiler")
+    assert not (tmp_path / "compiled").exists()
+
+
+def test_a_build_is_cached_per_host_and_shape_and_written_whole(monkeypatch, tmp_path):
+    monkeypatch.setattr(build, "_LOADED", {})
+    assert build.library(8, 8, torch.float64, tmp_path) is not None
+    assert build.library(4, 8, torch.float64, tmp_path) is not None
+    built = sorted(p.name for p in (tmp_path / "compiled").iterdir())
+    assert len(built) == 2 and all(n.startswith("attend-") and n.endswith(".so") for n in built)  # no temporary left
+    monkeypatch.setattr(build, "_LOADED", {})
+
+    def no_build(*args):
+        raise AssertionError("rebuilt a cached library")
+
+    monkeypatch.setattr(build, "_compile", no_build)
+    assert build.library(8, 8, torch.float64, tmp_path) is not None  # loaded from the cache
+
+
+def test_a_failed_build_is_a_reason_not_a_crash(monkeypatch, tmp_path):
+    monkeypatch.setattr(build, "_LOADED", {})
+    broken = tmp_path / "attend.cpp"
+    broken.write_text("this is not C++\n")
+    monkeypatch.setattr(build, "SOURCE", broken)
+    assert build.library(8, 8, torch.float64, tmp_path) is None
+    assert build.unavailable[(8, 8, torch.float64)].startswith("the build failed")
+    assert list((tmp_path / "compiled").iterdir()) == []
