@@ -35,7 +35,7 @@ typedef double real;
 #else
 typedef float real;
 #endif
-constexpr int L = LEN, D = DIM, RB = 4;  // RB: rows in flight (L * H is a multiple of 4)
+constexpr int L = LEN, D = DIM, RB = 4;  // RB: rows in flight (L is a multiple of 4)
 typedef real vk __attribute__((vector_size(L * sizeof(real))));  // one value per key
 typedef real vd __attribute__((vector_size(D * sizeof(real))));  // one value per feature
 typedef int32_t ik __attribute__((vector_size(L * 4)));
@@ -70,16 +70,26 @@ static inline vk exp_k(vk x) {
 #endif
 }
 
-// Horizontal sum and max over the keys: AVX-512's when a row is one float register, else halving.
+// Horizontal sum and max over the keys: AVX-512's when a row is one float register, else a
+// butterfly of whole-vector shuffles (after log2(L) steps every lane holds the result; going
+// through memory instead stalls on store forwarding).
+#ifdef REAL_DOUBLE
+typedef int64_t perm_t __attribute__((vector_size(L * 8)));  // shuffle masks: lanes as wide as vk's
+#else
+typedef int32_t perm_t __attribute__((vector_size(L * 4)));
+#endif
+struct Butterflies {  // the shuffle masks k -> k ^ w, w = L/2, L/4, ..., 1 (built once)
+    perm_t masks[8];
+    Butterflies() { for (int s = 0, w = L / 2; w >= 1; s++, w /= 2) for (int k = 0; k < L; k++) masks[s][k] = k ^ w; }
+};
+static const Butterflies BUTTERFLIES;
+
 static inline real hsum(vk v) {
 #if defined(__AVX512F__) && !defined(REAL_DOUBLE) && LEN == 16
     return _mm512_reduce_add_ps((__m512)v);
 #else
-    real b[L];
-    memcpy(b, &v, sizeof b);
-    for (int w = L / 2; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++) b[k] += b[k + w];
-    return b[0];
+    for (int s = 0, w = L / 2; w >= 1; s++, w /= 2) v += __builtin_shuffle(v, BUTTERFLIES.masks[s]);
+    return v[0];
 #endif
 }
 
@@ -87,11 +97,11 @@ static inline real hmax(vk v) {
 #if defined(__AVX512F__) && !defined(REAL_DOUBLE) && LEN == 16
     return _mm512_reduce_max_ps((__m512)v);
 #else
-    real b[L];
-    memcpy(b, &v, sizeof b);
-    for (int w = L / 2; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++) b[k] = b[k + w] > b[k] ? b[k + w] : b[k];
-    return b[0];
+    for (int s = 0, w = L / 2; w >= 1; s++, w /= 2) {
+        const vk u = __builtin_shuffle(v, BUTTERFLIES.masks[s]);
+        v = u > v ? u : v;
+    }
+    return v[0];
 #endif
 }
 
@@ -102,16 +112,6 @@ static inline void load_rows(const real *xn, vd X[L], vk XT[D]) {
     for (int k = 0; k < L; k++) X[k] = load_d(xn + k * D);
     for (int c = 0; c < D; c++)
         for (int k = 0; k < L; k++) XT[c][k] = xn[k * D + c];
-}
-
-// sum_c v[c] * rows[c * stride]: a vector-matrix product, v's entries broadcast from memory.
-static inline vd combine(const real *v, const real *rows, int64_t stride) {
-    vd acc0 = {}, acc1 = {};  // two chains
-    for (int c = 0; c < D; c += 2) {
-        acc0 += v[c] * load_d(rows + c * stride);
-        acc1 += v[c + 1] * load_d(rows + (c + 1) * stride);
-    }
-    return acc0 + acc1;
 }
 
 // The kind's weights of one score row s over the keys k <= i.
@@ -133,6 +133,37 @@ static inline vk weights_grad(int kind, vk ga, vk a, int i) {
     return a > 0 ? ga / div : (vk){};
 }
 
+// A block of RB score rows: one head h, the queries i0 .. i0 + RB - 1 (so that each weight row
+// loaded from memory serves RB rows); row j is r = (i0 + j) * H + h of the pattern.
+struct Block {
+    int h, i0;
+    int64_t row0;  // the pattern row of j = 0 in the whole [S*B*L*H] rows
+    int64_t stride;  // = H: pattern rows between j and j + 1
+    int64_t row(int j) const { return row0 + j * stride; }
+};
+
+// y_j = G_h x_(i0+j) for the block's rows: Gt's rows e at column h*D, shared by the RB rows.
+static inline void head_map(const real *xn, const real *W, int64_t HD, const Block &q, vd out[RB]) {
+    vd odd[RB] = {};  // two chains per row
+    for (int j = 0; j < RB; j++) out[j] = (vd){};
+    for (int e = 0; e < D; e += 2) {
+        const vd w0 = load_d(W + e * HD + q.h * D), w1 = load_d(W + (e + 1) * HD + q.h * D);
+        for (int j = 0; j < RB; j++) {
+            out[j] += xn[(q.i0 + j) * D + e] * w0;
+            odd[j] += xn[(q.i0 + j) * D + e + 1] * w1;
+        }
+    }
+    for (int j = 0; j < RB; j++) out[j] += odd[j];
+}
+
+// acc_j += sum_c v_j[c] * rows[c]: RB vector-matrix products sharing the D rows (v in memory).
+static inline void combine_rows(const real v[RB][D], const real *rows, vd acc[RB]) {
+    for (int c = 0; c < D; c++) {
+        const vd w = load_d(rows + c * D);
+        for (int j = 0; j < RB; j++) acc[j] += v[j][c] * w;
+    }
+}
+
 // Shapes, per member m < S: x, out [B, L, D]; Gt [D, H*D] (G_h^T side by side: Gt[e][h*D + c] =
 // G_h[c][e]); Mt [H*D, D] (Mt[h*D + c][e] = M_h[e][c]); a [B, L*H, L] (rows: query, head).
 extern "C" void layer_forward(int kind, int64_t S, int64_t B, int H, int residual, const real *__restrict x,
@@ -148,27 +179,30 @@ extern "C" void layer_forward(int kind, int64_t S, int64_t B, int H, int residua
             vd X[L], OUT[L]; vk XT[D];
             load_rows(xn, X, XT);
             for (int k = 0; k < L; k++) OUT[k] = residual ? X[k] : (vd){};
-            for (int r0 = 0; r0 < L * H; r0 += RB) {
-                real *ao = a + (n * L * H + r0) * L;
-                real y[RB][D], z[RB][D];  // in memory: their entries are broadcast
-                for (int j = 0; j < RB; j++) {
-                    const int i = (r0 + j) / H, h = (r0 + j) % H;
-                    const vd v = combine(xn + i * D, G + h * D, HD);
-                    memcpy(y[j], &v, sizeof v);
+            for (int h = 0; h < H; h++)
+                for (int i0 = 0; i0 < L; i0 += RB) {
+                    const Block q{h, i0, n * L * H + (int64_t)i0 * H + h, H};
+                    vd yv[RB];
+                    head_map(xn, G, HD, q, yv);
+                    real y[RB][D], z[RB][D];  // in memory: their entries are broadcast
+                    memcpy(y, yv, sizeof y);
+                    vk s[RB] = {};
+                    for (int c = 0; c < D; c++)
+                        for (int j = 0; j < RB; j++) s[j] += y[j][c] * XT[c];
+                    real w[RB][L];  // the block's weights, then stored as the pattern's rows
+                    for (int j = 0; j < RB; j++) {
+                        const vk wj = weights(kind, s[j], i0 + j, keys);
+                        memcpy(w[j], &wj, sizeof wj);
+                        store_k(a + q.row(j) * L, wj);
+                    }
+                    vd zv[RB] = {};
+                    for (int k = 0; k < L; k++)
+                        for (int j = 0; j < RB; j++) zv[j] += w[j][k] * X[k];
+                    memcpy(z, zv, sizeof z);
+                    vd o[RB] = {};
+                    combine_rows(z, M + h * D * D, o);  // M_h z_j: Mt's rows h*D + c
+                    for (int j = 0; j < RB; j++) OUT[i0 + j] += o[j];
                 }
-                vk s[RB] = {};
-                for (int c = 0; c < D; c++)
-                    for (int j = 0; j < RB; j++) s[j] += y[j][c] * XT[c];
-                for (int j = 0; j < RB; j++) store_k(ao + j * L, weights(kind, s[j], (r0 + j) / H, keys));
-                vd zr[RB] = {};
-                for (int k = 0; k < L; k++)
-                    for (int j = 0; j < RB; j++) zr[j] += ao[j * L + k] * X[k];
-                for (int j = 0; j < RB; j++) {
-                    const int i = (r0 + j) / H, h = (r0 + j) % H;
-                    memcpy(z[j], &zr[j], sizeof zr[j]);
-                    OUT[i] += combine(z[j], M + h * D * D, D);
-                }
-            }
             for (int k = 0; k < L; k++) store_d(out + n * L * D + k * D, OUT[k]);
         }
     }
@@ -194,51 +228,57 @@ extern "C" void layer_backward(int kind, int64_t S, int64_t B, int H, int residu
             load_rows(xn, X, XT);
             for (int k = 0; k < L; k++) GX[k] = (gon && residual) ? load_d(gon + k * D) : (vd){};
             for (auto *v : {&gG_seq, &gM_seq}) for (auto &r : *v) r = (vd){};
-            for (int r0 = 0; r0 < L * H; r0 += RB) {
-                const int64_t o = n * L * H + r0;
-                const real *ao = a + o * L;
-                real y[RB][D], gz[RB][D], gy[RB][D];
-                vd yv[RB], zv[RB] = {}, gzv[RB];
-                for (int j = 0; j < RB; j++) {
-                    const int i = (r0 + j) / H, h = (r0 + j) % H;
-                    yv[j] = combine(xn + i * D, G + h * D, HD);
-                    memcpy(y[j], &yv[j], sizeof yv[j]);
-                    gzv[j] = gon ? combine(gon + i * D, MT + h * D, HD) : (vd){};
-                    memcpy(gz[j], &gzv[j], sizeof gzv[j]);
-                }
-                for (int k = 0; k < L; k++)
-                    for (int j = 0; j < RB; j++) zv[j] += ao[j * L + k] * X[k];
-                vk ga[RB];
-                for (int j = 0; j < RB; j++) ga[j] = gpat ? load_k(gpat + (o + j) * L) : (vk){};
-                for (int c = 0; c < D; c++)
-                    for (int j = 0; j < RB; j++) ga[j] += gz[j][c] * XT[c];
-                real gs[RB][L];
-                for (int j = 0; j < RB; j++) {
-                    const vk g = weights_grad(kind, ga[j], load_k(ao + j * L), (r0 + j) / H);
-                    memcpy(gs[j], &g, sizeof g);
-                }
-                vd gyv[RB] = {};
-                for (int k = 0; k < L; k++) {
-                    vd gk = GX[k];
+            for (int h = 0; h < H; h++)
+                for (int i0 = 0; i0 < L; i0 += RB) {
+                    const Block q{h, i0, n * L * H + (int64_t)i0 * H + h, H};
+                    vd yv[RB], gzv[RB] = {}, zv[RB] = {};
+                    head_map(xn, G, HD, q, yv);
+                    if (gon) head_map(gon, MT, HD, q, gzv);  // gz_j = M_h^T gout_(i0+j): MtT's rows e at h*D
+                    real gz[RB][D], gy[RB][D], gs[RB][L];  // in memory: their entries are broadcast
+                    memcpy(gz, gzv, sizeof gz);
+                    vk ga[RB];
+                    for (int j = 0; j < RB; j++) ga[j] = gpat ? load_k(gpat + q.row(j) * L) : (vk){};
+                    for (int c = 0; c < D; c++)
+                        for (int j = 0; j < RB; j++) ga[j] += gz[j][c] * XT[c];
                     for (int j = 0; j < RB; j++) {
-                        gyv[j] += gs[j][k] * X[k];
-                        gk += ao[j * L + k] * gzv[j] + gs[j][k] * yv[j];
+                        const real *aj = a + q.row(j) * L;
+                        const vk g = weights_grad(kind, ga[j], load_k(aj), i0 + j);
+                        memcpy(gs[j], &g, sizeof g);
                     }
-                    GX[k] = gk;
-                }
-                for (int j = 0; j < RB; j++) {
-                    const int i = (r0 + j) / H, h = (r0 + j) % H;
-                    memcpy(gy[j], &gyv[j], sizeof gyv[j]);
-                    if (gon) {
-                        real zr[D];
-                        memcpy(zr, &zv[j], sizeof zr);
-                        const vd go = load_d(gon + i * D);
-                        for (int c = 0; c < D; c++) gM_seq[h * D + c] += zr[c] * go;  // gMt[h*D + c] += z_c gout_i
+                    vd gyv[RB] = {};
+                    for (int k = 0; k < L; k++) {
+                        vd gk = GX[k];
+                        for (int j = 0; j < RB; j++) {
+                            const real ajk = a[q.row(j) * L + k];
+                            zv[j] += ajk * X[k];
+                            gyv[j] += gs[j][k] * X[k];
+                            if (gx) gk += ajk * gzv[j] + gs[j][k] * yv[j];
+                        }
+                        GX[k] = gk;
                     }
-                    for (int e = 0; e < D; e++) gG_seq[h * D + e] += xn[i * D + e] * gyv[j];  // gGt[e][h*D ..] += x_ie gy
-                    GX[i] += combine(gy[j], GT + h * D * D, D);  // G_h^T gy_r
+                    memcpy(gy, gyv, sizeof gy);
+                    if (gon) {  // gMt[h*D + c] += z_j[c] gout_(i0+j)
+                        real z[RB][D];
+                        memcpy(z, zv, sizeof z);
+                        vd go[RB];
+                        for (int j = 0; j < RB; j++) go[j] = load_d(gon + (i0 + j) * D);
+                        for (int c = 0; c < D; c++) {
+                            vd acc = gM_seq[h * D + c];
+                            for (int j = 0; j < RB; j++) acc += z[j][c] * go[j];
+                            gM_seq[h * D + c] = acc;
+                        }
+                    }
+                    for (int e = 0; e < D; e++) {  // gGt[e][h*D ..] += x_(i0+j),e gy_j
+                        vd acc = gG_seq[h * D + e];
+                        for (int j = 0; j < RB; j++) acc += xn[(i0 + j) * D + e] * gyv[j];
+                        gG_seq[h * D + e] = acc;
+                    }
+                    if (gx) {
+                        vd gq[RB] = {};
+                        combine_rows(gy, GT + h * D * D, gq);  // G_h^T gy_j: GtT's rows h*D + c
+                        for (int j = 0; j < RB; j++) GX[i0 + j] += gq[j];
+                    }
                 }
-            }
             for (int q = 0; q < HD; q++) { gG_all[q] += gG_seq[q]; gM_all[q] += gM_seq[q]; }
             if (gx)
                 for (int k = 0; k < L; k++) store_d(gx + n * L * D + k * D, GX[k]);
