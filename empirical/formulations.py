@@ -24,6 +24,11 @@ formulation below takes the layer and its input xs [S, B, L, d] and returns the 
   hand-written backward (``empirical/fused.py``: a member's tensors stay in cache between
   products, no zero gradient for the unused pattern, no autograd bookkeeping); softmax and ReLU
   where a member's pattern fills a block (the 4 x 4 reference shape); anything else runs ``bmm``.
+- ``compiled``: the whole layer, forward and backward, as one C++ kernel built for the host and
+  the shape on first use (``empirical/compiled``: GCC vector extensions, ``-march=native``, L
+  and d fixed at compile time, loaded with ctypes; a sequence's rows stay in vector registers and
+  no intermediate but the pattern goes through memory); softmax and ReLU on the CPU at L, d in
+  4..32 (powers of two); anything else, or a host without a C++ compiler, runs ``fused``.
 - ``einsum``: the contractions of ``bmm`` written as ``torch.einsum`` (torch plans them).
 - ``broadcast``: scores and z as broadcast multiply-and-sum, no BLAS at all.
 
@@ -216,6 +221,16 @@ FORMULATIONS = {f.name: f for f in (
     Formulation("einsum", _einsum, False, "bmm's contractions as torch.einsum"),
     Formulation("broadcast", _broadcast, False, "per-sequence products as broadcast multiply-and-sum"),
 )}
+
+
+def record(name: str) -> dict:
+    """What a result should say about how ``name`` ran in this process beyond its name: for
+    ``compiled``, the kernels built or loaded per shape, or why none was (and ``fused`` ran)."""
+    if name != "compiled":
+        return {}
+    from empirical.compiled import build
+
+    return {"kernels": build.record()}
 
 
 def get(name: str) -> Formulation:

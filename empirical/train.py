@@ -154,6 +154,7 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     """Train every seed of ``config`` together; return the JSON-able summary."""
     import torch
 
+    from empirical import formulations
     from empirical import progress as job_progress
     from empirical import usage
     from empirical.model import AttentionModel
@@ -234,7 +235,8 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
                          "split": {"training": {"wall_s": round(seconds, 3), "cpu_s": round(cpu_seconds, 3)},
                                    **split.read()},
                          "total": meter.read(), "machine": usage.machine(),
-                         "formulation": {"name": formulation, "chosen_by": chosen_by}}
+                         "formulation": {"name": formulation, "chosen_by": chosen_by,
+                                         **formulations.record(formulation)}}
     summary["provenance"] = {**files.provenance(config, list(config.seeds), device), "formulation": formulation}
     return files.to_jsonable(summary)
 

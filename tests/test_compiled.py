@@ -16,7 +16,7 @@ from empirical.compiled import layer as compiled_layer
 
 import test_formulations
 from test_formulations import restore_choice  # noqa: F401 (a fixture)
-from test_fused import _grads
+from test_fused import _grads, _inputs, assert_gradients_equal_bmms
 
 KINDS = sorted(build.KINDS)
 
@@ -54,14 +54,6 @@ def test_an_ensemble_member_trained_with_the_compiled_layer_equals_its_single_ru
         "compiled", None, small, to_bmm=(1e-4, 2e-6))
 
 
-def _inputs(S, B, L, d, H, seed=0, scale=0.7, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    xs = torch.randn(S, B, L, d, generator=g, dtype=dtype)
-    Gt = torch.randn(S, d, H * d, generator=g, dtype=dtype) * scale
-    Mt = torch.randn(S, H * d, d, generator=g, dtype=dtype) * scale
-    return xs, Gt, Mt
-
-
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("residual", [True, False])
 @pytest.mark.parametrize("x_grad", [True, False])
@@ -82,20 +74,38 @@ def test_the_hand_written_backward_passes_gradcheck(kind, residual, x_grad, read
 @pytest.mark.parametrize("which", ["output", "output and pattern", "pattern"])
 def test_gradients_equal_autograd_of_bmm_in_float64(kind, which):
     """The 4 x 4, 5-member training shape; the loss reads the output, the patterns, or both."""
-    m = M.AttentionModel(kind, 16, layers=4, heads=4, residual=True, ensemble=5, seeds=range(5), dtype=torch.float64)
+    assert_gradients_equal_bmms("compiled", kind, which)
+
+
+def test_a_batch_shared_by_every_member_and_a_single_model():
+    """x [B, L, d] broadcast to the members (a stride-0 member dimension), and no ensemble at all."""
+    for ensemble in (3, None):
+        m = M.AttentionModel("softmax", 8, layers=2, heads=2, residual=True, ensemble=ensemble,
+                             seeds=range(ensemble or 1), dtype=torch.float64)
+        x = torch.rand(4, 8, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        loss = lambda out, cache: out.pow(2).sum()  # noqa: E731
+        out, _ = m(x, formulation="compiled")
+        assert "_CompiledLayerBackward" in str(out.grad_fn.next_functions)
+        for g, r in zip(_grads(m, x, "compiled", loss), _grads(m, x, "bmm", loss)):
+            assert torch.allclose(g, r, rtol=1e-10, atol=1e-16)
+
+
+@pytest.mark.parametrize("L, d", [(4, 32), (32, 4), (32, 32)])
+def test_the_extreme_shapes_equal_bmm(L, d, cache):
+    """The smallest and largest L and d the source takes (one layer, two heads, float64):
+    values, patterns and gradients as ``bmm``'s."""
+    assert build.library(L, d, torch.float64, cache) is not None, build.unavailable.get((L, d, torch.float64))
+    m = M.AttentionModel("softmax", d, layers=2, heads=2, residual=True, ensemble=2, seeds=range(2), dtype=torch.float64)
     with torch.no_grad():
         for p in m.parameters():
-            p.mul_(10)  # past the 0.02 init, so the nonlinearities matter
-    x = torch.rand(5, 16, 16, 16, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    y = torch.rand(x.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-    parts = {"output": lambda out, cache: (out - y).pow(2).mean(),
-             "pattern": lambda out, cache: sum(cache[f"L{n}.pattern"][..., 0].pow(2).sum() for n in range(4))}
-    loss = parts.get(which) or (lambda out, cache: parts["output"](out, cache) + parts["pattern"](out, cache))
-    ref, got = _grads(m, x, "bmm", loss), _grads(m, x, "compiled", loss)
-    for g, r in zip(got, ref):
-        assert (g is None) == (r is None)  # the pattern alone: the last W_V, W_O get none, as under autograd
-        assert r is None or torch.allclose(g, r, rtol=1e-10, atol=1e-14 * r.abs().max())
-    assert (which == "pattern") == any(r is None for r in ref)
+            p.mul_(10)
+    x = torch.rand(2, 3, L, d, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    (out, cache_c), (ref, cache_b) = m(x, formulation="compiled"), m(x, formulation="bmm")
+    assert "_CompiledLayerBackward" in str(out.grad_fn.next_functions)
+    assert torch.allclose(out, ref, rtol=1e-12, atol=1e-14) and torch.allclose(cache_c["L1.pattern"], cache_b["L1.pattern"])
+    loss = lambda out, cache: out.pow(2).sum()  # noqa: E731
+    for g, r in zip(_grads(m, x, "compiled", loss), _grads(m, x, "bmm", loss)):
+        assert torch.allclose(g, r, rtol=1e-10, atol=1e-14 * r.abs().max())
 
 
 @pytest.mark.parametrize("power", [-12, -4, 0, 3, 6])
@@ -177,3 +187,17 @@ def test_a_failed_build_is_a_reason_not_a_crash(monkeypatch, tmp_path):
     assert build.library(8, 8, torch.float64, tmp_path) is None
     assert build.unavailable[(8, 8, torch.float64)].startswith("the build failed")
     assert list((tmp_path / "compiled").iterdir()) == []
+
+
+def test_a_training_summary_says_which_kernel_ran(restore_choice):  # noqa: F811
+    from empirical import train as T
+
+    F.use("compiled")
+    small = dict(test_formulations.SMALL, d=8, L=8, eval_trigger=5)
+    summary = T.train(T.TrainConfig(kind="softmax", layers=1, heads=1, seeds=(0,), max_steps=3, **small), quiet=True)
+    kernels = summary["timing"]["formulation"]["kernels"]
+    assert kernels["L=8 d=8 float32"] == build._LOADED[(8, 8, torch.float32)].path.name
+    assert kernels["L=8 d=8 float32"].startswith("attend-")
+    F.use("bmm")
+    assert "kernels" not in T.train(T.TrainConfig(kind="softmax", layers=1, heads=1, seeds=(0,), max_steps=3, **small),
+                                    quiet=True)["timing"]["formulation"]

@@ -34,11 +34,11 @@ def test_the_fused_function_equals_the_exact_reference(kind, layers, heads, ense
     test_formulations.test_every_formulation_equals_the_exact_reference("fused", kind, layers, heads, ensemble)
 
 
-def _inputs(S, B, L, d, H, seed=0, scale=0.7):
+def _inputs(S, B, L, d, H, seed=0, scale=0.7, dtype=torch.float64):
     g = torch.Generator().manual_seed(seed)
-    xs = torch.randn(S, B, L, d, generator=g, dtype=torch.float64)
-    Gt = torch.randn(S, d, H * d, generator=g, dtype=torch.float64) * scale
-    Mt = torch.randn(S, H * d, d, generator=g, dtype=torch.float64) * scale
+    xs = torch.randn(S, B, L, d, generator=g, dtype=dtype)
+    Gt = torch.randn(S, d, H * d, generator=g, dtype=dtype) * scale
+    Mt = torch.randn(S, H * d, d, generator=g, dtype=dtype) * scale
     return xs, Gt, Mt
 
 
@@ -80,6 +80,12 @@ def test_gradients_equal_autograd_of_bmm_in_float64(kind, which, monkeypatch):
     output, the patterns, or both."""
     monkeypatch.setattr(fused, "BLOCK", 16 * 64 * 16)
     assert fused.pays(16, 64, 16) and fused.members_per_block(5, 16, 64, 16) == 1
+    assert_gradients_equal_bmms("fused", kind, which)
+
+
+def assert_gradients_equal_bmms(form, kind, which):
+    """``form``'s gradients against autograd of bmm on the 4 x 4, 5-member shape in float64 (16
+    sequences), the loss reading the output, the patterns, or both."""
     m = M.AttentionModel(kind, 16, layers=4, heads=4, residual=True, ensemble=5, seeds=range(5), dtype=torch.float64)
     with torch.no_grad():
         for p in m.parameters():
@@ -89,7 +95,7 @@ def test_gradients_equal_autograd_of_bmm_in_float64(kind, which, monkeypatch):
     parts = {"output": lambda out, cache: (out - y).pow(2).mean(),
              "pattern": lambda out, cache: sum(cache[f"L{n}.pattern"][..., 0].pow(2).sum() for n in range(4))}
     loss = parts.get(which) or (lambda out, cache: parts["output"](out, cache) + parts["pattern"](out, cache))
-    ref, got = _grads(m, x, "bmm", loss), _grads(m, x, "fused", loss)
+    ref, got = _grads(m, x, "bmm", loss), _grads(m, x, form, loss)
     for g, r in zip(got, ref):
         assert (g is None) == (r is None)  # the pattern alone: the last W_V, W_O get none, as under autograd
         assert r is None or torch.allclose(g, r, rtol=1e-10, atol=1e-14 * r.abs().max())

@@ -35,6 +35,15 @@ _LOADED: dict[tuple, "Kernel | None"] = {}
 unavailable: dict[tuple, str] = {}  # (L, d, dtype) -> why no library
 
 
+def record() -> dict:
+    """What this process built or loaded, for a result's provenance: the library per shape (its
+    file name carries the hash of source, flags, compiler, CPU and shape) or why there is none."""
+    name = lambda key: f"L={key[0]} d={key[1]} {str(key[2]).removeprefix('torch.')}"  # noqa: E731
+    out = {name(k): v.path.name for k, v in _LOADED.items() if v is not None}
+    out.update({name(k): f"not built: {why}" for k, why in unavailable.items() if _LOADED.get(k) is None})
+    return out
+
+
 def compiler() -> str | None:
     return os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
 
@@ -44,7 +53,7 @@ class Kernel:
     shape (checked: the library reads raw pointers)."""
 
     def __init__(self, path: Path, L: int, d: int, dtype: torch.dtype):
-        self.lib, self.L, self.d, self.dtype = ctypes.CDLL(str(path)), L, d, dtype
+        self.lib, self.path, self.L, self.d, self.dtype = ctypes.CDLL(str(path)), path, L, d, dtype
         P, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
         self.lib.layer_forward.argtypes = [i32, i64, i64, i32, i32] + [P] * 5
         self.lib.layer_backward.argtypes = [i32, i64, i64, i32, i32] + [P] * 10
