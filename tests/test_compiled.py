@@ -108,6 +108,31 @@ def test_the_extreme_shapes_equal_bmm(L, d, cache):
         assert torch.allclose(g, r, rtol=1e-10, atol=1e-14 * r.abs().max())
 
 
+NARROWER = {"AVX2": ("-mno-avx512f",), "SSE": ("-mno-avx512f", "-mno-avx2", "-mno-avx", "-mno-fma")}
+
+
+@pytest.mark.parametrize("host, L, d, dtype", [("AVX2", 16, 16, torch.float32), ("AVX2", 8, 4, torch.float64),
+                                             ("SSE", 16, 16, torch.float64)])
+def test_a_narrower_hosts_build_gives_the_same_numbers(host, L, d, dtype, cache):
+    """The kernel built without AVX-512 (a row split into 32- or 16-byte parts) against this host's
+    build: the same layer to 1e-12 in float64 (float32: 1e-5; FMA contraction and the order of the
+    parts' sums differ), forward and backward."""
+    narrow = build.library(L, d, dtype, cache, target=NARROWER[host])
+    if narrow is None:
+        pytest.skip(f"no {host} build on this host: {build.unavailable[(L, d, dtype, *NARROWER[host])]}")
+    native = build.library(L, d, dtype, cache)
+    assert narrow.path != native.path  # the flags reach the build (they are in its hash)
+    xs, Gt, Mt = _inputs(3, 4, L, d, 2, seed=9, dtype=dtype)
+    gout, gpat = torch.randn(xs.shape, dtype=dtype), torch.randn(3, 4, L * 2, L, dtype=dtype)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    for kind in KINDS:
+        got, want = narrow.forward(kind, True, xs, Gt, Mt), native.forward(kind, True, xs, Gt, Mt)
+        got += narrow.backward(kind, True, xs, Gt, Mt, want[0], gout, gpat, True)
+        want += native.backward(kind, True, xs, Gt, Mt, want[0], gout, gpat, True)
+        for g, w in zip(got, want):
+            assert torch.allclose(g, w, rtol=tol, atol=tol * w.abs().max())
+
+
 @pytest.mark.parametrize("power", [-12, -4, 0, 3, 6])
 def test_the_float32_softmax_equals_float64_to_rounding(power):
     """Cephes' exp in float32 against torch in float64 on the same scores: integer contents and

@@ -32,105 +32,158 @@
 
 #ifdef REAL_DOUBLE
 typedef double real;
+typedef int64_t lane_int;
 #else
 typedef float real;
+typedef int32_t lane_int;
 #endif
 constexpr int L = LEN, D = DIM, RB = 4;  // RB: rows in flight (L is a multiple of 4)
-typedef real vk __attribute__((vector_size(L * sizeof(real))));  // one value per key
-typedef real vd __attribute__((vector_size(D * sizeof(real))));  // one value per feature
-typedef int32_t ik __attribute__((vector_size(L * 4)));
+
+// A row of N values as native vector registers (64 bytes with AVX-512, 32 with AVX, 16 else):
+// GCC lowers a vector type wider than the host's registers lane by lane through memory (a 16-wide
+// row on an AVX2 build ran 5-10x slower than on AVX-512 here), so a row is an array of native
+// parts, and every operation below loops over the parts (one part at the reference shape with
+// AVX-512).
+#if defined(__AVX512F__)
+constexpr int NATIVE = 64;
+#elif defined(__AVX__)
+constexpr int NATIVE = 32;
+#else
+constexpr int NATIVE = 16;
+#endif
+template <int N> struct Vec {
+    static constexpr int BYTES = N * (int)sizeof(real) < NATIVE ? N * (int)sizeof(real) : NATIVE;
+    static constexpr int PARTS = N * (int)sizeof(real) / BYTES;
+    typedef real part __attribute__((vector_size(BYTES)));
+    typedef lane_int mask_part __attribute__((vector_size(BYTES)));
+    part p[PARTS];
+};
+template <int N> struct Mask { typename Vec<N>::mask_part p[Vec<N>::PARTS]; };
+typedef Vec<L> vk;  // one value per key
+typedef Vec<D> vd;  // one value per feature
+
+#define PARTS_OF(N) for (int i = 0; i < Vec<N>::PARTS; i++)
+template <int N> static inline Vec<N> &operator+=(Vec<N> &a, const Vec<N> &b) { PARTS_OF(N) a.p[i] += b.p[i]; return a; }
+template <int N> static inline Vec<N> operator+(Vec<N> a, const Vec<N> &b) { return a += b; }
+template <int N> static inline Vec<N> operator-(Vec<N> a, const Vec<N> &b) { PARTS_OF(N) a.p[i] -= b.p[i]; return a; }
+template <int N> static inline Vec<N> operator*(Vec<N> a, const Vec<N> &b) { PARTS_OF(N) a.p[i] *= b.p[i]; return a; }
+template <int N> static inline Vec<N> operator*(real s, Vec<N> a) { PARTS_OF(N) a.p[i] = s * a.p[i]; return a; }
+template <int N> static inline Vec<N> operator-(Vec<N> a, real s) { PARTS_OF(N) a.p[i] = a.p[i] - s; return a; }
+template <int N> static inline Vec<N> operator/(Vec<N> a, real s) { PARTS_OF(N) a.p[i] = a.p[i] / s; return a; }
+template <int N> static inline Mask<N> operator<=(const Vec<N> &a, real s) { Mask<N> m; PARTS_OF(N) m.p[i] = a.p[i] <= s; return m; }
+template <int N> static inline Mask<N> operator>(const Vec<N> &a, real s) { Mask<N> m; PARTS_OF(N) m.p[i] = a.p[i] > s; return m; }
+template <int N> static inline Mask<N> operator<(const Vec<N> &a, real s) { Mask<N> m; PARTS_OF(N) m.p[i] = a.p[i] < s; return m; }
+template <int N> static inline Mask<N> operator&(Mask<N> m, const Mask<N> &n) { PARTS_OF(N) m.p[i] &= n.p[i]; return m; }
+template <int N> static inline Vec<N> select(const Mask<N> &m, const Vec<N> &a, const Vec<N> &b) {
+    Vec<N> r;
+    PARTS_OF(N) r.p[i] = m.p[i] ? a.p[i] : b.p[i];
+    return r;
+}
+template <int N> static inline Vec<N> splat(real s) { Vec<N> r; PARTS_OF(N) r.p[i] = s - (typename Vec<N>::part){}; return r; }
 
 static inline vk load_k(const real *p) { vk v; memcpy(&v, p, sizeof v); return v; }
 static inline vd load_d(const real *p) { vd v; memcpy(&v, p, sizeof v); return v; }
-static inline void store_k(real *p, vk v) { memcpy(p, &v, sizeof v); }
-static inline void store_d(real *p, vd v) { memcpy(p, &v, sizeof v); }
+static inline void store_k(real *p, const vk &v) { memcpy(p, &v, sizeof v); }
+static inline void store_d(real *p, const vd &v) { memcpy(p, &v, sizeof v); }
 
 // exp on x <= 0: float: Cephes' expf (range reduction by ln 2, degree-5 polynomial; relative
 // error ~1e-7; 0 below -87, where exp is under 1.7e-38, instead of torch's denormal or 0);
 // double: libm's exp, element by element (the float64 build is for the tests).
 static inline vk exp_k(vk x) {
 #ifdef REAL_DOUBLE
-    vk r;
-    for (int k = 0; k < L; k++) r[k] = exp(x[k]);
-    return r;
+    real b[L];
+    memcpy(b, &x, sizeof b);
+    for (int k = 0; k < L; k++) b[k] = exp(b[k]);
+    return load_k(b);
 #else
-    const auto tiny = x < -87.0f;
-    x = tiny ? (vk){} - 87.0f : x;
-    vk fx = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
-    x = x - fx * 0.693359375f;
-    x = x - fx * -2.12194440e-4f;
-    vk z = x * x;
-    vk p = ((((1.9875691500E-4f * x + 1.3981999507E-3f) * x + 8.3334519073E-3f) * x
-             + 4.1665795894E-2f) * x + 1.6666665459E-1f) * x + 5.0000001201E-1f;
-    p = p * z + x + 1.0f;
-    ik n = (__builtin_convertvector(fx, ik) + 127) << 23;  // 2^fx as the float's exponent bits
-    vk scale;
-    memcpy(&scale, &n, sizeof scale);
-    return tiny ? (vk){} : p * scale;
-#endif
-}
-
-// Horizontal sum and max over the keys: AVX-512's when a row is one float register, else a
-// butterfly of whole-vector shuffles (after log2(L) steps every lane holds the result; going
-// through memory instead stalls on store forwarding).
-#ifdef REAL_DOUBLE
-typedef int64_t perm_t __attribute__((vector_size(L * 8)));  // shuffle masks: lanes as wide as vk's
-#else
-typedef int32_t perm_t __attribute__((vector_size(L * 4)));
-#endif
-struct Butterflies {  // the shuffle masks k -> k ^ w, w = L/2, L/4, ..., 1 (built once)
-    perm_t masks[8];
-    Butterflies() { for (int s = 0, w = L / 2; w >= 1; s++, w /= 2) for (int k = 0; k < L; k++) masks[s][k] = k ^ w; }
-};
-static const Butterflies BUTTERFLIES;
-
-static inline real hsum(vk v) {
-#if defined(__AVX512F__) && !defined(REAL_DOUBLE) && LEN == 16
-    return _mm512_reduce_add_ps((__m512)v);
-#else
-    for (int s = 0, w = L / 2; w >= 1; s++, w /= 2) v += __builtin_shuffle(v, BUTTERFLIES.masks[s]);
-    return v[0];
-#endif
-}
-
-static inline real hmax(vk v) {
-#if defined(__AVX512F__) && !defined(REAL_DOUBLE) && LEN == 16
-    return _mm512_reduce_max_ps((__m512)v);
-#else
-    for (int s = 0, w = L / 2; w >= 1; s++, w /= 2) {
-        const vk u = __builtin_shuffle(v, BUTTERFLIES.masks[s]);
-        v = u > v ? u : v;
+    typedef vk::part part;
+    typedef vk::mask_part ipart;
+    PARTS_OF(L) {
+        part v = x.p[i];
+        const ipart tiny = v < -87.0f;
+        v = tiny ? (part){} - 87.0f : v;
+        const part fx = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(v / ln 2)
+        v = v - fx * 0.693359375f;
+        v = v - fx * -2.12194440e-4f;
+        const part z = v * v;
+        part q = ((((1.9875691500E-4f * v + 1.3981999507E-3f) * v + 8.3334519073E-3f) * v
+                   + 4.1665795894E-2f) * v + 1.6666665459E-1f) * v + 5.0000001201E-1f;
+        q = q * z + v + 1.0f;
+        const ipart n = (__builtin_convertvector(fx, ipart) + 127) << 23;  // 2^fx as the float's exponent bits
+        x.p[i] = tiny ? (part){} : q * (part)n;
     }
-    return v[0];
+    return x;
 #endif
 }
 
-static inline vk key_index() { vk v; for (int k = 0; k < L; k++) v[k] = k; return v; }
+// Horizontal sum and max over the keys: the parts first, then AVX-512's reduction where a part
+// is one float register, else the part's lanes from memory (one store, loads it contains).
+template <typename P> static inline real lanes_sum(P t) {
+#if defined(__AVX512F__) && !defined(REAL_DOUBLE)
+    if constexpr (sizeof(P) == 64) return _mm512_reduce_add_ps((__m512)t);
+#endif
+    constexpr int n = sizeof(P) / sizeof(real);
+    real b[n];
+    memcpy(b, &t, sizeof b);
+    for (int w = n / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++) b[k] += b[k + w];
+    return b[0];
+}
 
-// A sequence's rows x_k (X) and their transpose (XT: XT[c][k] = x_kc).
+template <typename P> static inline real lanes_max(P t) {
+#if defined(__AVX512F__) && !defined(REAL_DOUBLE)
+    if constexpr (sizeof(P) == 64) return _mm512_reduce_max_ps((__m512)t);
+#endif
+    constexpr int n = sizeof(P) / sizeof(real);
+    real b[n];
+    memcpy(b, &t, sizeof b);
+    for (int w = n / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++) b[k] = b[k + w] > b[k] ? b[k + w] : b[k];
+    return b[0];
+}
+
+static inline real hsum(const vk &v) {
+    vk::part t = v.p[0];
+    for (int i = 1; i < vk::PARTS; i++) t += v.p[i];
+    return lanes_sum(t);
+}
+
+static inline real hmax(const vk &v) {
+    vk::part t = v.p[0];
+    for (int i = 1; i < vk::PARTS; i++) t = v.p[i] > t ? v.p[i] : t;
+    return lanes_max(t);
+}
+
+static inline vk key_index() { real b[L]; for (int k = 0; k < L; k++) b[k] = k; return load_k(b); }
+
+// A sequence's rows x_k (X) and their transpose (XT: XT[c][k] = x_kc), the transpose through memory.
 static inline void load_rows(const real *xn, vd X[L], vk XT[D]) {
-    for (int k = 0; k < L; k++) X[k] = load_d(xn + k * D);
-    for (int c = 0; c < D; c++)
-        for (int k = 0; k < L; k++) XT[c][k] = xn[k * D + c];
+    real t[D][L];
+    for (int k = 0; k < L; k++) {
+        X[k] = load_d(xn + k * D);
+        for (int c = 0; c < D; c++) t[c][k] = xn[k * D + c];
+    }
+    for (int c = 0; c < D; c++) XT[c] = load_k(t[c]);
 }
 
 // The kind's weights of one score row s over the keys k <= i.
-static inline vk weights(int kind, vk s, int i, vk keys) {
-    const auto seen = keys <= (real)i;
+static inline vk weights(int kind, const vk &s, int i, const vk &keys) {
+    const Mask<L> seen = keys <= (real)i;
+    const vk zero{};
     if (kind == 0) {
-        const real m = hmax(seen ? s : (vk){} - 3e38f);
-        const vk e = seen ? exp_k(seen ? s - m : (vk){}) : (vk){};
-        return e * (1 / hsum(e));
+        const real m = hmax(select(seen, s, splat<L>(-3e38f)));
+        const vk e = select(seen, exp_k(select(seen, s - m, zero)), zero);
+        return (1 / hsum(e)) * e;
     }
     const real div = i > 1 ? i : 1;
-    return (seen && s > 0) ? s / div : (vk){};
+    return select(seen & (s > 0), s / div, zero);
 }
 
 // The kind's backward: the score gradient from the weights' gradient ga and the weights a.
-static inline vk weights_grad(int kind, vk ga, vk a, int i) {
+static inline vk weights_grad(int kind, const vk &ga, const vk &a, int i) {
     if (kind == 0) return a * (ga - hsum(ga * a));
     const real div = i > 1 ? i : 1;
-    return a > 0 ? ga / div : (vk){};
+    return select(a > 0, ga / div, vk{});
 }
 
 // A block of RB score rows: one head h, the queries i0 .. i0 + RB - 1 (so that each weight row
@@ -145,7 +198,7 @@ struct Block {
 // y_j = G_h x_(i0+j) for the block's rows: Gt's rows e at column h*D, shared by the RB rows.
 static inline void head_map(const real *xn, const real *W, int64_t HD, const Block &q, vd out[RB]) {
     vd odd[RB] = {};  // two chains per row
-    for (int j = 0; j < RB; j++) out[j] = (vd){};
+    for (int j = 0; j < RB; j++) out[j] = vd{};
     for (int e = 0; e < D; e += 2) {
         const vd w0 = load_d(W + e * HD + q.h * D), w1 = load_d(W + (e + 1) * HD + q.h * D);
         for (int j = 0; j < RB; j++) {
@@ -178,7 +231,7 @@ extern "C" void layer_forward(int kind, int64_t S, int64_t B, int H, int residua
             const real *xn = x + n * L * D;
             vd X[L], OUT[L]; vk XT[D];
             load_rows(xn, X, XT);
-            for (int k = 0; k < L; k++) OUT[k] = residual ? X[k] : (vd){};
+            for (int k = 0; k < L; k++) OUT[k] = residual ? X[k] : vd{};
             for (int h = 0; h < H; h++)
                 for (int i0 = 0; i0 < L; i0 += RB) {
                     const Block q{h, i0, n * L * H + (int64_t)i0 * H + h, H};
@@ -220,14 +273,14 @@ extern "C" void layer_backward(int kind, int64_t S, int64_t B, int H, int residu
     std::vector<vd> gG_seq(HD), gM_seq(HD), gG_all(HD), gM_all(HD);  // rows of gGt / gMt by (h, c)
     for (int64_t m = 0; m < S; m++) {
         const real *G = Gt + m * D * HD, *GT = GtT + m * HD * D, *MT = MtT + m * D * HD;
-        for (auto *v : {&gG_all, &gM_all}) for (auto &r : *v) r = (vd){};
+        for (auto *v : {&gG_all, &gM_all}) for (auto &r : *v) r = vd{};
         for (int64_t b = 0; b < B; b++) {
             const int64_t n = m * B + b;
             const real *xn = x + n * L * D, *gon = gout ? gout + n * L * D : nullptr;
             vd X[L], GX[L]; vk XT[D];
             load_rows(xn, X, XT);
-            for (int k = 0; k < L; k++) GX[k] = (gon && residual) ? load_d(gon + k * D) : (vd){};
-            for (auto *v : {&gG_seq, &gM_seq}) for (auto &r : *v) r = (vd){};
+            for (int k = 0; k < L; k++) GX[k] = (gon && residual) ? load_d(gon + k * D) : vd{};
+            for (auto *v : {&gG_seq, &gM_seq}) for (auto &r : *v) r = vd{};
             for (int h = 0; h < H; h++)
                 for (int i0 = 0; i0 < L; i0 += RB) {
                     const Block q{h, i0, n * L * H + (int64_t)i0 * H + h, H};
@@ -237,7 +290,7 @@ extern "C" void layer_backward(int kind, int64_t S, int64_t B, int H, int residu
                     real gz[RB][D], gy[RB][D], gs[RB][L];  // in memory: their entries are broadcast
                     memcpy(gz, gzv, sizeof gz);
                     vk ga[RB];
-                    for (int j = 0; j < RB; j++) ga[j] = gpat ? load_k(gpat + q.row(j) * L) : (vk){};
+                    for (int j = 0; j < RB; j++) ga[j] = gpat ? load_k(gpat + q.row(j) * L) : vk{};
                     for (int c = 0; c < D; c++)
                         for (int j = 0; j < RB; j++) ga[j] += gz[j][c] * XT[c];
                     for (int j = 0; j < RB; j++) {

@@ -32,13 +32,13 @@ FLAGS = ("-std=c++17", "-O3", "-march=native", "-mprefer-vector-width=512", "-ff
 KINDS = {"softmax": 0, "relu": 1}
 
 _LOADED: dict[tuple, "Kernel | None"] = {}
-unavailable: dict[tuple, str] = {}  # (L, d, dtype) -> why no library
+unavailable: dict[tuple, str] = {}  # (L, d, dtype, *target flags) -> why no library
 
 
 def record() -> dict:
     """What this process built or loaded, for a result's provenance: the library per shape (its
     file name carries the hash of source, flags, compiler, CPU and shape) or why there is none."""
-    name = lambda key: f"L={key[0]} d={key[1]} {str(key[2]).removeprefix('torch.')}"  # noqa: E731
+    name = lambda key: " ".join([f"L={key[0]}", f"d={key[1]}", str(key[2]).removeprefix("torch."), *key[3:]])  # noqa: E731
     out = {name(k): v.path.name for k, v in _LOADED.items() if v is not None}
     out.update({name(k): f"not built: {why}" for k, why in unavailable.items() if _LOADED.get(k) is None})
     return out
@@ -96,17 +96,19 @@ def _ptr(t: torch.Tensor | None):
     return None if t is None else ctypes.c_void_p(t.data_ptr())
 
 
-def library(L: int, d: int, dtype: torch.dtype, cache_dir: Path) -> Kernel | None:
+def library(L: int, d: int, dtype: torch.dtype, cache_dir: Path, target: tuple[str, ...] = ()) -> Kernel | None:
     """The kernel for sequences of L rows of width d in ``dtype`` (float32 or float64), built
-    into ``cache_dir / "compiled"`` on first use; None (reason in ``unavailable``) if it cannot be."""
-    key = (L, d, dtype)
+    into ``cache_dir / "compiled"`` on first use; None (reason in ``unavailable``) if it cannot be.
+    ``target``: flags after ``-march=native`` (the tests build ``-mno-avx512f`` to hold the
+    narrower hosts' code to the same numbers)."""
+    key = (L, d, dtype) + tuple(target)
     if key not in _LOADED:
-        _LOADED[key] = _load(L, d, dtype, Path(cache_dir) / "compiled")
+        _LOADED[key] = _load(L, d, dtype, Path(cache_dir) / "compiled", tuple(target))
     return _LOADED[key]
 
 
-def _load(L, d, dtype, folder: Path) -> Kernel | None:
-    key = (L, d, dtype)
+def _load(L, d, dtype, folder: Path, target: tuple[str, ...] = ()) -> Kernel | None:
+    key = (L, d, dtype) + target
     cxx = compiler()
     if L not in SIZES or d not in SIZES or dtype not in (torch.float32, torch.float64):
         unavailable[key] = f"shape L={L}, d={d}, {dtype} is not built (L, d in {SIZES}; float32 or float64)"
@@ -114,7 +116,7 @@ def _load(L, d, dtype, folder: Path) -> Kernel | None:
     if cxx is None:
         unavailable[key] = "no C++ compiler (set $CXX, or install g++)"
         return None
-    flags = [*FLAGS, f"-DLEN={L}", f"-DDIM={d}"] + (["-DREAL_DOUBLE"] if dtype == torch.float64 else [])
+    flags = [*FLAGS, *target, f"-DLEN={L}", f"-DDIM={d}"] + (["-DREAL_DOUBLE"] if dtype == torch.float64 else [])
     path = folder / f"attend-{_hash(cxx, flags)}.so"
     if not path.exists():
         try:
