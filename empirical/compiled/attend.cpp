@@ -16,9 +16,10 @@
 // Why it is written this way: every product here is a 16 x 16 block per sequence, where a BLAS
 // runs at a fraction of its speed and every intermediate (y, z, gz, gy: 2.6 MB each at the 4 x 4,
 // 5-member shape) would go through memory. Here a sequence's rows x_k (and their transpose) stay
-// in vector registers, one row of scores is one vector, RB rows are in flight at once so that
-// their dependency chains (16-term multiply-adds, max, exp, sum) overlap, and nothing but the
-// pattern (which the model returns) is written out: the backward recomputes y and z.
+// in vector registers (a row of 16 floats is one register with AVX-512, two with AVX), RB rows
+// are in flight at once so that their dependency chains (16-term multiply-adds, max, exp, sum)
+// overlap, and nothing but the pattern (which the model returns) and the output is written out:
+// the backward recomputes y and z.
 // Weight gradients are summed per sequence, then over the sequences (two levels, so that a
 // float32 sum over B*L rows stays accurate).
 #include <math.h>

@@ -2,13 +2,14 @@
 
 The library is compiled with the host's C++ compiler (``$CXX``, else ``g++``, else ``c++``) for
 its own CPU (``-march=native``) with the sequence length and width fixed (``-DLEN -DDIM``: the
-loops over keys and features become whole vector registers), and cached as
+loops over keys and features become whole vector registers, of the host's width), and cached as
 ``<cache>/compiled/attend-<hash>.so``, where the hash covers the source, the flags, the
 compiler's version, the host and the shape: a changed source or another machine builds anew. The
 build writes a temporary file and renames it, so sweep workers that build at once never load a
 half-written library. Without a compiler, or for a shape the source does not take (L and d
 powers of two from 4 to 32), ``library`` returns None with the reason in ``unavailable``, and the
-``compiled`` formulation runs ``fused`` instead.
+``compiled`` formulation runs ``fused`` instead. The cache holds code: only this module's own
+builds are loaded from it, by the name their hash gives them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import torch
 
 SOURCE = Path(__file__).with_name("attend.cpp")
 SIZES = (4, 8, 16, 32)  # L and d the source takes (vector extensions: powers of two)
-# -mprefer-vector-width=512: GCC's default caps vectors at 256 bits even where AVX-512 is there;
+# -mprefer-vector-width=512: GCC's default caps the loops it vectorises itself at 256 bits even
+# where AVX-512 is there (the kernel's own vector types follow the host: attend.cpp's NATIVE);
 # -ffp-contract=fast: multiply-adds as FMAs (the order of roundings changes, as in any BLAS).
 FLAGS = ("-std=c++17", "-O3", "-march=native", "-mprefer-vector-width=512", "-ffp-contract=fast",
          "-fno-math-errno", "-shared", "-fPIC", "-Wno-psabi")
