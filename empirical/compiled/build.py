@@ -113,7 +113,7 @@ def _load(L, d, dtype, folder: Path, target: tuple[str, ...] = ()) -> Kernel | N
     key = (L, d, dtype) + target
     cxx = compiler()
     if L not in SIZES or d not in SIZES or dtype not in (torch.float32, torch.float64):
-        unavailable[key] = f"shape L={L}, d={d}, {dtype} is not built (L, d in {SIZES}; float32 or float64)"
+        unavailable[key] = f"the source takes L and d in {SIZES} and float32 or float64, not L={L}, d={d}, {dtype}"
         return None
     if cxx is None:
         unavailable[key] = "no C++ compiler (set $CXX, or install g++)"
