@@ -119,40 +119,28 @@ static inline vk exp_k(vk x) {
 
 // Horizontal sum and max over the keys: the parts first, then AVX-512's reduction where a part
 // is one float register, else the part's lanes from memory (one store, loads it contains).
-template <typename P> static inline real lanes_sum(P t) {
+template <bool MAX, typename P> static inline real reduce_lanes(P t) {  // the max (MAX) or the sum
 #if defined(__AVX512F__) && !defined(REAL_DOUBLE)
-    if constexpr (sizeof(P) == 64) return _mm512_reduce_add_ps((__m512)t);
+    if constexpr (sizeof(P) == 64) return MAX ? _mm512_reduce_max_ps((__m512)t) : _mm512_reduce_add_ps((__m512)t);
 #endif
     constexpr int n = sizeof(P) / sizeof(real);
     real b[n];
     memcpy(b, &t, sizeof b);
     for (int w = n / 2; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++) b[k] += b[k + w];
-    return b[0];
-}
-
-template <typename P> static inline real lanes_max(P t) {
-#if defined(__AVX512F__) && !defined(REAL_DOUBLE)
-    if constexpr (sizeof(P) == 64) return _mm512_reduce_max_ps((__m512)t);
-#endif
-    constexpr int n = sizeof(P) / sizeof(real);
-    real b[n];
-    memcpy(b, &t, sizeof b);
-    for (int w = n / 2; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++) b[k] = b[k + w] > b[k] ? b[k + w] : b[k];
+        for (int k = 0; k < w; k++) b[k] = MAX ? (b[k + w] > b[k] ? b[k + w] : b[k]) : b[k] + b[k + w];
     return b[0];
 }
 
 static inline real hsum(const vk &v) {
     vk::part t = v.p[0];
     for (int i = 1; i < vk::PARTS; i++) t += v.p[i];
-    return lanes_sum(t);
+    return reduce_lanes<false>(t);
 }
 
 static inline real hmax(const vk &v) {
     vk::part t = v.p[0];
     for (int i = 1; i < vk::PARTS; i++) t = v.p[i] > t ? v.p[i] : t;
-    return lanes_max(t);
+    return reduce_lanes<true>(t);
 }
 
 static inline vk key_index() { real b[L]; for (int k = 0; k < L; k++) b[k] = k; return load_k(b); }
