@@ -216,8 +216,8 @@ FORMULATIONS = {f.name: f for f in (
     Formulation("values", _values, True, "values first, then one product over (head, key) per sequence"),
     Formulation("fused", _fused, True, "one autograd function per layer, one member's block of sequences at a time "
                 "(softmax, ReLU; other kinds: bmm)"),
-    Formulation("compiled", _compiled, True, "the per-sequence core as a kernel compiled for the host and shape "
-                "(empirical/compiled; softmax, ReLU on CPU; otherwise fused)"),
+    Formulation("compiled", _compiled, True, "the whole layer, forward and backward, as a kernel compiled for the host "
+                "and shape (empirical/compiled; softmax, ReLU on CPU; otherwise fused)"),
     Formulation("einsum", _einsum, False, "bmm's contractions as torch.einsum"),
     Formulation("broadcast", _broadcast, False, "per-sequence products as broadcast multiply-and-sum"),
 )}
