@@ -66,14 +66,12 @@ typedef Vec<D> vd;  // one value per feature
 #define PARTS_OF(N) for (int i = 0; i < Vec<N>::PARTS; i++)
 template <int N> static inline Vec<N> &operator+=(Vec<N> &a, const Vec<N> &b) { PARTS_OF(N) a.p[i] += b.p[i]; return a; }
 template <int N> static inline Vec<N> operator+(Vec<N> a, const Vec<N> &b) { return a += b; }
-template <int N> static inline Vec<N> operator-(Vec<N> a, const Vec<N> &b) { PARTS_OF(N) a.p[i] -= b.p[i]; return a; }
 template <int N> static inline Vec<N> operator*(Vec<N> a, const Vec<N> &b) { PARTS_OF(N) a.p[i] *= b.p[i]; return a; }
 template <int N> static inline Vec<N> operator*(real s, Vec<N> a) { PARTS_OF(N) a.p[i] = s * a.p[i]; return a; }
 template <int N> static inline Vec<N> operator-(Vec<N> a, real s) { PARTS_OF(N) a.p[i] = a.p[i] - s; return a; }
 template <int N> static inline Vec<N> operator/(Vec<N> a, real s) { PARTS_OF(N) a.p[i] = a.p[i] / s; return a; }
 template <int N> static inline Mask<N> operator<=(const Vec<N> &a, real s) { Mask<N> m; PARTS_OF(N) m.p[i] = a.p[i] <= s; return m; }
 template <int N> static inline Mask<N> operator>(const Vec<N> &a, real s) { Mask<N> m; PARTS_OF(N) m.p[i] = a.p[i] > s; return m; }
-template <int N> static inline Mask<N> operator<(const Vec<N> &a, real s) { Mask<N> m; PARTS_OF(N) m.p[i] = a.p[i] < s; return m; }
 template <int N> static inline Mask<N> operator&(Mask<N> m, const Mask<N> &n) { PARTS_OF(N) m.p[i] &= n.p[i]; return m; }
 template <int N> static inline Vec<N> select(const Mask<N> &m, const Vec<N> &a, const Vec<N> &b) {
     Vec<N> r;
@@ -184,15 +182,16 @@ struct Block {
     int64_t row(int j) const { return row0 + j * stride; }
 };
 
-// y_j = G_h x_(i0+j) for the block's rows: Gt's rows e at column h*D, shared by the RB rows.
-static inline void head_map(const real *xn, const real *W, int64_t HD, const Block &q, vd out[RB]) {
+// out_j = sum_e v_(i0+j),e W[e][h*D ..]: the block's rows of v (x or gout) through head h's columns
+// of W (Gt: y_j = G_h x_(i0+j); MtT: gz_j = M_h^T gout_(i0+j)), each row of W loaded once for RB rows.
+static inline void head_map(const real *v, const real *W, int64_t HD, const Block &q, vd out[RB]) {
     vd odd[RB] = {};  // two chains per row
     for (int j = 0; j < RB; j++) out[j] = vd{};
     for (int e = 0; e < D; e += 2) {
         const vd w0 = load_d(W + e * HD + q.h * D), w1 = load_d(W + (e + 1) * HD + q.h * D);
         for (int j = 0; j < RB; j++) {
-            out[j] += xn[(q.i0 + j) * D + e] * w0;
-            odd[j] += xn[(q.i0 + j) * D + e + 1] * w1;
+            out[j] += v[(q.i0 + j) * D + e] * w0;
+            odd[j] += v[(q.i0 + j) * D + e + 1] * w1;
         }
     }
     for (int j = 0; j < RB; j++) out[j] += odd[j];
