@@ -16,7 +16,7 @@ from empirical.compiled import layer as compiled_layer
 
 import test_formulations
 from test_formulations import restore_choice  # noqa: F401 (a fixture)
-from test_fused import _grads, _inputs, assert_gradients_equal_bmms
+from test_fused import _grads, _inputs, assert_gradients_equal_bmms, assert_shared_batch_gradients_equal_bmms
 
 KINDS = sorted(build.KINDS)
 
@@ -79,15 +79,7 @@ def test_gradients_equal_autograd_of_bmm_in_float64(kind, which):
 
 def test_a_batch_shared_by_every_member_and_a_single_model():
     """x [B, L, d] broadcast to the members (a stride-0 member dimension), and no ensemble at all."""
-    for ensemble in (3, None):
-        m = M.AttentionModel("softmax", 8, layers=2, heads=2, residual=True, ensemble=ensemble,
-                             seeds=range(ensemble or 1), dtype=torch.float64)
-        x = torch.rand(4, 8, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-        loss = lambda out, cache: out.pow(2).sum()  # noqa: E731
-        out, _ = m(x, formulation="compiled")
-        assert "_CompiledLayerBackward" in str(out.grad_fn.next_functions)
-        for g, r in zip(_grads(m, x, "compiled", loss), _grads(m, x, "bmm", loss)):
-            assert torch.allclose(g, r, rtol=1e-10, atol=1e-16)
+    assert_shared_batch_gradients_equal_bmms("compiled", L=8, d=8, node="_CompiledLayerBackward")
 
 
 @pytest.mark.parametrize("L, d", [(4, 32), (32, 32)])

@@ -104,12 +104,20 @@ def assert_gradients_equal_bmms(form, kind, which):
 
 def test_a_batch_shared_by_every_member_and_a_single_model(always):
     """x [B, L, d] broadcast to the members (a stride-0 member dimension), and no ensemble at all."""
+    assert_shared_batch_gradients_equal_bmms("fused", L=5, d=6, node="_LayerBackward")
+
+
+def assert_shared_batch_gradients_equal_bmms(form, L, d, node):
+    """``form`` (whose last layer's autograd node is ``node``) on x [4, L, d] shared by 3 members,
+    and on a model without an ensemble: the gradients of bmm's autograd."""
     for ensemble in (3, None):
-        m = M.AttentionModel("softmax", 6, layers=2, heads=2, residual=True, ensemble=ensemble,
+        m = M.AttentionModel("softmax", d, layers=2, heads=2, residual=True, ensemble=ensemble,
                              seeds=range(ensemble or 1), dtype=torch.float64)
-        x = torch.rand(4, 5, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        x = torch.rand(4, L, d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
         loss = lambda out, cache: out.pow(2).sum()  # noqa: E731
-        for g, r in zip(_grads(m, x, "fused", loss), _grads(m, x, "bmm", loss)):
+        out, _ = m(x, formulation=form)
+        assert node in str(out.grad_fn.next_functions)
+        for g, r in zip(_grads(m, x, form, loss), _grads(m, x, "bmm", loss)):
             assert torch.allclose(g, r, rtol=1e-10, atol=1e-16)
 
 
