@@ -27,8 +27,9 @@ def head_net(d, seed, score_scale, value_noise):
     return reference.single_head("softmax", m(eye), m(M), m(eye + rng.normal(0, value_noise, (d, d))), m(eye))
 
 
-def trigger_errors(h: heads.Head, j: int, q: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Max-abs error at trigger query j for key contents keys [B, j-1, n] (float64)."""
+def signed_errors(h: heads.Head, j: int, q: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """output - target at trigger query j, per coordinate: [B, d] for key contents keys [B, j-1, n]
+    (float64)."""
     d = h.d
     B = keys.shape[0]
     X = np.zeros((B, j + 1, d))
@@ -40,8 +41,12 @@ def trigger_errors(h: heads.Head, j: int, q: np.ndarray, keys: np.ndarray) -> np
     s = np.einsum("be,ef,bkf->bk", X[:, j], h.M, X)
     a = np.exp(s - s.max(axis=1, keepdims=True))
     a /= a.sum(axis=1, keepdims=True)
-    out = np.einsum("rf,bk,bkf->br", h.V, a, X)
-    return np.abs(out - X[:, 1:].mean(axis=1)).max(axis=1)
+    return np.einsum("rf,bk,bkf->br", h.V, a, X) - X[:, 1:].mean(axis=1)
+
+
+def trigger_errors(h: heads.Head, j: int, q: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Max-abs error at trigger query j for key contents keys [B, j-1, n] (float64)."""
+    return np.abs(signed_errors(h, j, q, keys)).max(axis=1)
 
 
 def test_brute_force_matches_the_exact_evaluator():

@@ -158,6 +158,17 @@ def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray, who
     extreme points are images of the box's vertices, so the maximum of the convex sum is at a
     vertex: BOS and the own key at an end of their ranges and m of the j - 1 interchangeable
     content keys at the top of theirs (m = 0..j-1). Float64 with a rounding allowance."""
+    return float(_box_rows(h, j, lo, hi, whole).max()) + _box_allowance(h, j)
+
+
+def trigger_bound_rows(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None) -> dict[tuple[int, int], float]:
+    """``trigger_bound_box`` per row of the error: {(coordinate r, sign s): bound on s E_r}."""
+    rows, allowance = _box_rows(h, j, lo, hi, whole), _box_allowance(h, j)
+    return {(r, s): float(rows[i, r]) + allowance for i, s in enumerate((1, -1)) for r in range(h.d)}
+
+
+def _box_rows(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray, whole: dict | None) -> np.ndarray:
+    """[sign (+1, -1), coordinate]: the box relaxation's bound before its rounding allowance."""
     V, d = h.V, h.d
     w = raw_weights(h, lo, hi, whole)
     combos = np.array([(wb, m, wo) for m in range(j) for wb in w["bos"] for wo in w["own"]])
@@ -165,16 +176,19 @@ def trigger_bound_box(h: heads.Head, j: int, lo: np.ndarray, hi: np.ndarray, who
     c_lo, c_hi = w["content"]
     D = wb + m * c_hi + (j - 1 - m) * c_lo + wo
     ones = np.ones(h.n)
-    worst = 0.0
+    out = []
     for sign in (+1, -1):
         bos = sign * (wb / D)[:, None] * V[None, :, task.BOS_FLAG]
         up = _support(V, c_hi / D, j, task.content_flag(d), -ones, ones, sign)
         down = _support(V, c_lo / D, j, task.content_flag(d), -ones, ones, sign)
         own = _support(V, wo / D, j, task.TRIGGER_FLAG, lo, hi, sign)
         total = bos + m[:, None] * up + (j - 1 - m)[:, None] * down + own
-        worst = max(worst, float(total.max()))
-    allowance = 64 * (4 * d + 4 * j) * heads.UNIT_ROUNDOFF * (1 + float(np.abs(V).sum(axis=1).max())) * (j + 2)
-    return worst + allowance
+        out.append(total.max(axis=0))
+    return np.array(out)
+
+
+def _box_allowance(h: heads.Head, j: int) -> float:
+    return 64 * (4 * h.d + 4 * j) * heads.UNIT_ROUNDOFF * (1 + float(np.abs(h.V).sum(axis=1).max())) * (j + 2)
 
 
 def trigger_bounds(h: heads.Head, L: int, splits: int = TRIGGER_SPLITS) -> dict[int, float]:

@@ -63,19 +63,20 @@ GOLDEN_STEPS = 48  # golden-section steps for lambda per cell
 
 
 def _key_bound(beta: np.ndarray, eps: float, U: float, alpha: np.ndarray, g: np.ndarray, h: np.ndarray,
-               slices: int, sizes: bool = False) -> tuple[np.ndarray, np.ndarray]:
+               slices: int, sizes: bool = False, multipliers: bool = False) -> tuple[np.ndarray, ...]:
     """Upper bounds [B] on max over c in [-1, 1]^n of e^{u}(alpha + g.c) + h.c with |u - beta.c| <= eps,
-    |u| <= U, for a batch of (alpha [B], g [B, n], h [B, n]); and the largest absolute sum met [B]
-    (in chunks of the batch, to bound the memory)."""
+    |u| <= U, for a batch of (alpha [B], g [B, n], h [B, n]); the largest absolute sum met [B]; and
+    with ``multipliers`` the minimising mu per slice [B, slices] (in chunks of the batch, to bound
+    the memory)."""
     per = max(1, CHUNK // (slices * (2 * len(beta) + 1) * len(beta)))
     if len(alpha) > per:
-        parts = [_key_bound(beta, eps, U, alpha[i:i + per], g[i:i + per], h[i:i + per], slices, sizes)
+        parts = [_key_bound(beta, eps, U, alpha[i:i + per], g[i:i + per], h[i:i + per], slices, sizes, multipliers)
                  for i in range(0, len(alpha), per)]
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    return _key_bound_chunk(beta, eps, U, alpha, g, h, slices, sizes)
+        return tuple(np.concatenate([p[k] for p in parts]) for k in range(len(parts[0])))
+    return _key_bound_chunk(beta, eps, U, alpha, g, h, slices, sizes, multipliers)
 
 
-def _key_bound_chunk(beta, eps, U, alpha, g, h, slices, sizes):
+def _key_bound_chunk(beta, eps, U, alpha, g, h, slices, sizes, multipliers=False):
     edges = np.linspace(-U, U, slices + 1)
     y = np.exp(edges)
     ym = (y[:-1] + y[1:]) / 2
@@ -102,7 +103,7 @@ def _key_bound_chunk(beta, eps, U, alpha, g, h, slices, sizes):
         return val, size
 
     (ga, sa), (gb, sb) = G(ends[0], mu), G(ends[1], mu)
-    top, size = np.maximum(ga, gb), np.maximum(sa, sb)
+    top, size, mus = np.maximum(ga, gb), np.maximum(sa, sb), mu
     diff = ga - gb
     cross = diff[..., :-1] * diff[..., 1:] < 0
     if cross.any():  # between two breakpoints both ends are linear in mu: their crossing
@@ -110,9 +111,12 @@ def _key_bound_chunk(beta, eps, U, alpha, g, h, slices, sizes):
         mx = mu[..., :-1] + t * (mu[..., 1:] - mu[..., :-1])
         (xa, xsa), (xb, xsb) = G(ends[0], mx), G(ends[1], mx)
         top, size = np.concatenate([top, np.maximum(xa, xb)], -1), np.concatenate([size, np.maximum(xsa, xsb)], -1)
-    k = top.argmin(axis=-1)
-    best = np.take_along_axis(top, k[..., None], -1)[..., 0]  # [B, S]
-    big = np.take_along_axis(size, k[..., None], -1)[..., 0]
+        mus = np.concatenate([mu, mx], -1)
+    k = top.argmin(axis=-1)[..., None]
+    best = np.take_along_axis(top, k, -1)[..., 0]  # [B, S]
+    big = np.take_along_axis(size, k, -1)[..., 0]
+    if multipliers:
+        return best.max(axis=1), big.max(axis=1), np.take_along_axis(mus, k, -1)[..., 0]
     return best.max(axis=1), big.max(axis=1)
 
 
