@@ -102,24 +102,53 @@ def test_tightened_eta_takes_the_smaller_part_per_position():
     assert (out["eta_up"], out["attained_by"]) == (0.4, "trigger 3")
 
 
-def test_benchmark_resumes_without_recomputing(tmp_path, monkeypatch):
+def _bench_head(tmp_path):
     import json
 
     from empirical.construction_check import network_to_json
-    from tests.benchmarks import bench_eta_vertices as bench
 
     weights = tmp_path / "head.json"
     weights.write_text(json.dumps(network_to_json(head_net(4, 5, 0.3, 0.03))))
-    out = tmp_path / "vertices.json"
-    monkeypatch.setattr(tv, "ROUNDS", 0)
-    assert bench.main([str(weights), "--L", "5", "--cells", "8", "--out", str(out)]) == 0
+    return weights
+
+
+def test_benchmark_resumes_without_recomputing(tmp_path, monkeypatch):
+    import json
+
+    from tests.benchmarks import bench_eta_vertices as bench
+
+    weights, out = _bench_head(tmp_path), tmp_path / "vertices.json"
+    args = [str(weights), "--L", "5", "--cells", "8", "--rounds", "0", "--out", str(out)]
+    assert bench.main(args) == 0
     first = json.loads(out.read_text())["weights"]
     assert sorted(first["positions"]) == ["2", "3", "4"]
-    assert all(p["vertex"] > 0 for p in first["positions"].values())
+    assert all(p["vertex"] > 0 and p["settings"]["rounds"] == 0 for p in first["positions"].values())
 
     def never(job):
         raise AssertionError("a finished position was computed again")
 
     monkeypatch.setattr(bench, "_position", never)
-    assert bench.main([str(weights), "--L", "5", "--cells", "8", "--out", str(out)]) == 0
+    assert bench.main(args) == 0
     assert json.loads(out.read_text())["weights"] == first
+
+
+def test_benchmark_workers_give_the_serial_figures(tmp_path, monkeypatch):
+    import json
+
+    from tests.benchmarks import bench_eta_vertices as bench
+
+    weights = _bench_head(tmp_path)
+    seen, pool = [], bench._map
+
+    def spy(f, jobs, workers):
+        seen.append(workers)
+        yield from pool(f, jobs, workers)
+
+    monkeypatch.setattr(bench, "_map", spy)
+    figures = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}.json"
+        assert bench.main([str(weights), "--L", "5", "--cells", "8", "--rounds", "0", "--workers", workers, "--out", str(out)]) == 0
+        positions = json.loads(out.read_text())["weights"]["positions"]
+        figures.append({j: (p["vertex"], p["settings"]["rounds"]) for j, p in positions.items()})
+    assert seen == [1, 2] and figures[0] == figures[1] and len(figures[0]) == 3

@@ -34,9 +34,9 @@ def _save(path: Path | None, data: dict) -> None:
 def _position(job) -> tuple[int, dict, float]:
     from proofs.certify import heads, trigger_vertices as tv
 
-    net, j, start, cells = job
+    net, j, start, cells, kw = job
     t = time.process_time()
-    res = tv.position_bound(heads.head_maps(net), j, start, cells)
+    res = tv.position_bound(heads.head_maps(net), j, start, cells, **kw)
     return j, res, time.process_time() - t
 
 
@@ -56,7 +56,8 @@ def _map(f, jobs: list, workers: int):
             yield fut.result()
 
 
-def head_rows(label: str, net, L: int, positions, done: dict, save, cells: int, workers: int = 1) -> dict:
+def head_rows(label: str, net, L: int, positions, done: dict, save, cells: int, workers: int = 1,
+              kw: dict | None = None) -> dict:
     """Per position: box part, vertex bound and CPU; then the tightened eta_up. ``done`` holds the
     positions already computed (from ``--out``) and is updated in place; ``save`` is called after
     each position."""
@@ -73,10 +74,11 @@ def head_rows(label: str, net, L: int, positions, done: dict, save, cells: int, 
     todo = [j for j in sorted(trig, key=lambda j: -trig[j]) if positions is None or j in positions]
     todo = [j for j in todo if str(j) not in done.setdefault("positions", {})]
     starts = tv.trigger_starts(h, L) if todo else {}
-    jobs = [(net, j, [float(v) for v in starts.get(j, [1.0] * h.n)], cells) for j in todo]
+    jobs = [(net, j, [float(v) for v in starts.get(j, [1.0] * h.n)], cells, kw or {}) for j in todo]
     for j, res, cpu in _map(_position, jobs, workers):
+        settings = {"cells": cells, "grid": tv.GRID, "rounds": tv.ROUNDS, "active": tv.ACTIVE, "steps": tv.STEPS, **(kw or {})}
         done["positions"][str(j)] = {"box": trig[j], "vertex": res["bound"], "rows": res["rows_bounded"],
-                                     "worst_row": res["worst_row"], "cpu_s": cpu}
+                                     "worst_row": res["worst_row"], "cpu_s": cpu, "settings": settings}
         save()
         print(f"  {label} trigger {j}: box {trig[j] / eta['eta_lo']:.3f}, vertex {res['bound'] / eta['eta_lo']:.3f}"
               f" x eta_lo ({cpu:.0f} s CPU)", flush=True)
@@ -96,6 +98,9 @@ def main(argv=None) -> int:
     p.add_argument("--cells", type=int, default=None)
     p.add_argument("--out", type=Path)
     p.add_argument("--workers", type=int, default=1, help="processes, one position each at a time")
+    p.add_argument("--rounds", type=int, help="rounds of re-choosing lambda (default trigger_vertices.ROUNDS)")
+    p.add_argument("--active", type=int, help="points added to lambda's active set per round (default ACTIVE)")
+    p.add_argument("--steps", type=int, help="golden-section steps of the later choices (default STEPS)")
     a = p.parse_args(argv)
     from proofs.certify import trigger_dual
 
@@ -118,8 +123,9 @@ def main(argv=None) -> int:
     print("| head | eta_up (box) | eta_lo | ratio | positions with the vertex bound | eta_up (vertex) | ratio | where |")
     print("|---|---|---|---|---|---|---|---|")
     for label, net in nets:
+        kw = {k: v for k, v in (("rounds", a.rounds), ("active", a.active), ("steps", a.steps)) if v is not None}
         r = head_rows(label, net, a.L, a.positions, state.setdefault(label, {}), lambda: _save(a.out, state),
-                      a.cells or trigger_dual.CELLS)
+                      a.cells or trigger_dual.CELLS, a.workers, kw)
         print(f"| {label} | {r['eta_up']:.6f} | {r['eta_lo']:.6f} | {r['eta_up'] / r['eta_lo']:.3f} | "
               f"{r['positions_bounded']} of {r['positions']} | {r['tightened']:.6f} | {r['tightened'] / r['eta_lo']:.3f} | "
               f"{r['tightened_by']} |", flush=True)
