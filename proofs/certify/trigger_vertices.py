@@ -13,10 +13,10 @@ the trigger's own key), K*(beta) = max over c in [-1, 1]^n of e^{beta.c} (alpha 
 (one content key: every key's bracket is at most this) and beta(q) = b + N^T q, N = M[C, C].
 
 K* is a maximum over c of functions whose second derivative in q_i is (N c)_i^2 e^{beta.c}
-(alpha + g.c): convex in q up to kappa_i = (sum_l |N_il|)^2 e^U max(0, ||g||_1 - alpha), below
-1e-9 on trained heads. P's second derivatives are bounded on the box by interval arithmetic
-(the own key's e^{E_o(q)} times its own value, affine in q, is the largest: ~1e-4 along the row's
-own content coordinate). A function whose second derivative along every coordinate is at least
+(alpha + g.c): convex in q up to kappa_i = (sum_l |N_il|)^2 e^U max(0, ||g||_1 - alpha), tiny on
+trained heads (their M[C, C] entries are 1e-5 - 5e-5). P's second derivatives are bounded on the
+box by interval arithmetic (the own key's e^{E_o(q)} times its own value, affine in q, is the large
+one, along the row's own content coordinate). A function whose second derivative along every coordinate is at least
 -kappa_i on a box is at most its largest vertex value plus sum_i kappa_i w_i^2 / 8 (along one
 coordinate f + kappa (t - a)(t - b) / 2 is convex; iterate over the coordinates). So
 
@@ -29,9 +29,9 @@ convex functions is not convex). The row's own content coordinate is cut into ``
 coordinate sits at +-1. n = d - 3 must be small (2^n points): this is for d <= 19.
 
 lambda per (row, cell) is chosen by a golden-section search that minimises the largest bound
-over an *active set* of points: first the start content alone (eta_lo's witness), then, for
-``ROUNDS`` rounds, with the ``ACTIVE`` points whose bounds are largest added (every choice is
-valid; the rounds only tighten). At every point the key bound is first evaluated with mu fixed
+over an *active set* of points: first the start content alone (the witness search's best input
+at that position), then, for ``ROUNDS`` rounds, with the ``ACTIVE`` points whose bounds are
+largest added (every choice of lambda is valid; the figure is the evaluation after the last). At every point the key bound is first evaluated with mu fixed
 at its best value at the start content (an l1 norm of an affine function of q, vectorised over
 all points), and recomputed with the exact minimum over mu where that exceeds the largest bound
 so far. Float64, with ``trigger_dual``'s rounding allowance; weights at the points are enclosed
