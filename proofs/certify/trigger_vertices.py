@@ -78,7 +78,8 @@ class _Position:
         self.U = float(np.abs(self.b + vertices @ self.N).sum(axis=1).max() * (1 + 4 * n * u) + self.eps)
         ex = error._trigger_exponents(h)
         self.E0, self.Eo = ex["bos"][0], ex["own"][0]
-        whole = error.raw_weights(h, -np.ones(n), np.ones(n), error.whole_box_ranges(h))
+        self.ranges = error.whole_box_ranges(h)  # the exponents' ranges over the whole box (a search)
+        whole = error.raw_weights(h, -np.ones(n), np.ones(n), self.ranges)
         c_lo = max(whole["content"][0], np.exp(-self.U) * (1 - EXP_MARGIN))
         c_hi = min(whole["content"][1], np.exp(self.U) * (1 + EXP_MARGIN))
         self.D = ((whole["bos"][0] + whole["own"][0] + (j - 1) * c_lo) * (1 - 1e-12),
@@ -278,7 +279,7 @@ def position_bound(h: heads.Head, j: int, start, cells: int = td.CELLS, **kw) ->
     the smaller of that and its vertex bound, until no remaining row's box bound exceeds the
     largest figure so far."""
     P = _Position(h, j)
-    box = _box_rows(h, j)
+    box = error.trigger_bound_rows(h, j, -np.ones(h.n), np.ones(h.n), P.ranges)  # per (coordinate, sign)
     order = sorted(box, key=lambda k: -box[k])
     best, out = -np.inf, []
     for r, s in order:
@@ -292,11 +293,6 @@ def position_bound(h: heads.Head, j: int, start, cells: int = td.CELLS, **kw) ->
     return {"bound": best, "trigger": j, "rows": out, "rows_bounded": len(out), "worst_row": top,
             "cells": cells, "slices": P.slices, "score_range": P.U}
 
-
-def _box_rows(h: heads.Head, j: int) -> dict[tuple[int, int], float]:
-    """The box relaxation over the whole content box, per (coordinate, sign)."""
-    n = h.n
-    return error.trigger_bound_rows(h, j, -np.ones(n), np.ones(n), error.whole_box_ranges(h))
 
 
 def tightened_eta(by_part: dict[str, float], vertex: dict[int, float]) -> dict[str, Any]:
