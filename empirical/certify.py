@@ -22,9 +22,10 @@ def is_single_head(net) -> bool:
     return len(net.layers) == 1 and net.layers[0].heads == 1 and not net.residual
 
 
-def certify_network(net, L: int) -> dict[str, Any]:
-    """Every certificate that applies to ``net`` (pure mathematics; no torch)."""
-    from proofs.certify import error, heads, sink, stack, t1
+def certify_network(net, L: int, vertex: bool = True) -> dict[str, Any]:
+    """Every certificate that applies to ``net`` (pure mathematics; no torch); ``vertex``: eta_up at
+    the trigger tightened by the bound over every trigger content (``proofs.certify.eta``)."""
+    from proofs.certify import eta, heads, sink, stack, t1
 
     start = time.perf_counter()
     if net.kind == "relu" and is_single_head(net):
@@ -41,10 +42,9 @@ def certify_network(net, L: int) -> dict[str, Any]:
         return {"type": "stack", **out}
     cert = sink.certify_head(net, L)
     h = heads.head_maps(net)
-    up = error.eta_upper(h, L, cert["queries"])
-    lo = error.eta_lower(net, h, L)
-    out = {"type": "single head", **cert, "eta": {**up, **lo, "ratio": up["eta_up"] / lo["eta_lo"] if lo["eta_lo"] > 0 else None}}
-    out["t1"] = t1.table(cert["queries"], up["eta_up"], L) if net.kind == "softmax" else None
+    bracket = eta.bracket(net, h, L, cert["queries"], vertex)
+    out = {"type": "single head", **cert, "eta": bracket}
+    out["t1"] = t1.table(cert["queries"], bracket["eta_up"], L) if net.kind == "softmax" else None
     out["seconds"] = time.perf_counter() - start
     return out
 

@@ -63,10 +63,11 @@ from typing import Callable
 
 import torch
 
+from constructions import native
 from constructions.errors import BadInput
 
 ENV = "SINKS_FORMULATION"
-CACHE_ENV = "SINKS_CACHE_DIR"
+CACHE_ENV = native.CACHE_ENV
 DEFAULT = "bmm"
 CHOICE_MARGIN = 0.15  # another formulation is chosen only when >= 15 % faster than bmm
 
@@ -292,15 +293,12 @@ def choose(seconds: dict[str, float], margin: float = CHOICE_MARGIN) -> str:
 
 def host_key() -> str:
     """What the choice depends on: the CPU, the torch build, one thread."""
-    from empirical.usage import cpu_model
-
     blas = "mkl" if torch.backends.mkl.is_available() else "other"
-    return f"{cpu_model()}|{os.cpu_count()}|{platform.machine()}|torch {torch.__version__}|{blas}|1 thread"
+    return f"{native.cpu_model()}|{os.cpu_count()}|{platform.machine()}|torch {torch.__version__}|{blas}|1 thread"
 
 
 def cache_path() -> Path:
-    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "attention-sinks-verified"
-    return Path(root) / "formulation.json"
+    return native.cache_dir() / "formulation.json"
 
 
 def _cached() -> str | None:

@@ -86,7 +86,7 @@ def seed_table(results: list[dict], summary: dict) -> dict:
         b, e = c["t1"]["bounds"], c["eta"]
         rows.append([r["label"], f"{mem['reference_steps']} + {mem['finetune_steps']}",
                      _fmt(c["min_bos_before"]), _fmt(c["min_bos_after"]), _fmt(c["max_bos_trigger"], 3),
-                     _fmt(e["eta_up"], 4), _fmt(e["eta_lo"], 4), _fmt(e["ratio"], 3), _fixed_ratio(r),
+                     _fmt(e["eta_up"], 4), _fmt(e["eta_lo"], 4), _fmt(e["ratio"], 3), _box_ratio(e), _fixed_ratio(r),
                      _fmt(b["pre_bound"], 6) if b["pre_applies"] else "does not apply",
                      _fmt(b["all_bound"], 6) if b["all_applies"] else "does not apply",
                      c["t1"]["overall"], _fmt(min(m["per_example_bound_min"].values())), _fmt(certify.nontrigger_mass(m, 0)[1]),
@@ -95,7 +95,8 @@ def seed_table(results: list[dict], summary: dict) -> dict:
     return {"title": "T1 in full on trained weights: worst-case trained single-layer softmax heads, certified over every input",
             "columns": ["seed", "steps (reference + fine-tuning)", "certified min a_i0 before the trigger", "after the trigger",
                         "certified max a_j0 at the trigger", "eta_up (certified)", "eta_lo (replayed witness)",
-                        "eta_up / eta_lo", "bound / eta_lo over the witness's trigger position and content",
+                        "eta_up / eta_lo", "box relaxation alone / eta_lo",
+                        "bound / eta_lo over the witness's trigger position and content",
                         "T1 (a) bound 1 - f_pre(eta_up)", "T1 (b) bound 1 - f_all(eta_up)", "T1 check",
                         "per-example bound min (eval set)", "measured min (eval set)", "seconds"],
             "rows": rows,
@@ -103,10 +104,16 @@ def seed_table(results: list[dict], summary: dict) -> dict:
                      f"with lr {cfg['lr']:g} -> {cfg['lr_end']:g} (cosine) on {cfg['batch']} random sequences plus the "
                      f"{cfg['witnesses']} worst inputs the certificate's float search finds, refreshed every "
                      f"{cfg['refresh']} steps. T1 check: consistent = every certified minimum >= T1's bound at eta_up; "
-                     "T1 (b) needs eta <= 1/120 = 0.00833, (a) eta <= 1/12. The witness-slice column: "
-                     "proofs.certify.trigger_dual's bound over every input whose trigger sits where eta_lo's witness's "
-                     "does, with the witness's trigger content (certified for that slice only; keys' weights tied to their "
-                     "contents), over eta_lo.")}
+                     "T1 (b) needs eta <= 1/120 = 0.00833, (a) eta <= 1/12. eta_up is certified over every input: at "
+                     "the trigger by proofs.certify.trigger_vertices (every trigger content; keys' weights tied to their "
+                     "contents) where that is below the box relaxation, whose eta_up alone the next column gives. The "
+                     "witness-slice column: proofs.certify.trigger_dual's bound over every input whose trigger sits where "
+                     "eta_lo's witness's does, with the witness's trigger content, over eta_lo.")}
+
+
+def _box_ratio(eta: dict) -> str:
+    box = eta.get("eta_up_box", eta["eta_up"])
+    return _fmt(box / eta["eta_lo"], 3) if eta["eta_lo"] else "-"
 
 
 def _fixed_ratio(result: dict) -> str:
@@ -180,10 +187,11 @@ def claims(results: list[dict], figures: list[str]) -> list[dict]:
         {"id": "eta_bracket", "claim": f"eta bracketed to {round((RATIO_MAX - 1) * 100)} %: eta_up / eta_lo <= {RATIO_MAX} for every "
                   "worst-case trained head",
          "verdict": ratio_verdict(ratios),
-         "evidence": (f"eta_up / eta_lo per seed {', '.join(_fmt(x, 3) for x in ratios)}; over the inputs that share the "
-                      f"witness's trigger position and trigger content (certified, keys' weights tied to their contents): "
-                      f"{', '.join(_fixed_ratio(r) for r in results)}: the remaining looseness is the relaxation over "
-                      "the trigger token's own content"),
+         "evidence": (f"eta_up / eta_lo per seed {', '.join(_fmt(x, 3) for x in ratios)} (eta_up certified over every "
+                      "input, at the trigger by the bound over every trigger content, proofs.certify.trigger_vertices; by "
+                      f"the box relaxation alone {', '.join(_box_ratio(r['certificate']['eta']) for r in results)}); over the "
+                      "inputs that share the witness's trigger position and trigger content: "
+                      f"{', '.join(_fixed_ratio(r) for r in results)}"),
          "test": f"{TEST}::test_ratio_level_is_pinned", "command": COMMAND, "figures": []},
     ]
 

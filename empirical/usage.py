@@ -30,6 +30,8 @@ import threading
 import time
 from typing import Any
 
+from constructions.native import cpu_model  # noqa: F401  (the host's CPU, in every timing record)
+
 LOAD_EVERY_S = 10.0
 
 
@@ -98,18 +100,6 @@ class Meter:
             "load_mean": round(sum(loads) / len(loads), 2) if loads else None,
             "load_samples": len(loads),
         }
-
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux, else what ``platform`` knows)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def machine() -> dict[str, Any]:

@@ -8,7 +8,7 @@ tests/test_formulations.py holds it, as chosen, to ``bmm`` in float32 at the 4 x
 import pytest
 import torch
 
-from constructions import attention
+from constructions import attention, native
 from empirical import formulations as F
 from empirical import model as M
 from empirical.compiled import build
@@ -186,20 +186,22 @@ def test_a_build_is_cached_per_host_and_shape_and_written_whole(monkeypatch, tmp
     built = [p.name for p in (tmp_path / "compiled").iterdir()]
     assert len(built) == 1 and built[0].startswith("attend-") and built[0].endswith(".so")  # no temporary left
     cxx = build.compiler()
-    names = {build._hash(cxx, [*build.FLAGS, *extra]) for extra in ([], ["-DLEN=4"], ["-DREAL_DOUBLE"], ["-mno-avx512f"])}
+
+    def name(flags):
+        return native.library_path(build.SOURCE, flags, tmp_path, "attend", cxx).name
+
+    names = {name([*build.FLAGS, *extra]) for extra in ([], ["-DLEN=4"], ["-DREAL_DOUBLE"], ["-mno-avx512f"])}
     assert len(names) == 4  # another shape, float type or target is another library
     monkeypatch.setattr(build, "_LOADED", {})
 
     def no_build(*args):
         raise AssertionError("rebuilt a cached library")
 
-    monkeypatch.setattr(build, "_compile", no_build)
+    monkeypatch.setattr(native, "_compile", no_build)
     assert build.library(8, 8, torch.float64, tmp_path) is not None  # loaded from the cache
-    from empirical import usage
-
-    here = build._hash(cxx, list(build.FLAGS))
-    monkeypatch.setattr(usage, "cpu_model", lambda: "another CPU")
-    assert build._hash(cxx, list(build.FLAGS)) != here  # and so is another machine (-march=native)
+    here = name(list(build.FLAGS))
+    monkeypatch.setattr(native, "cpu_model", lambda: "another CPU")
+    assert name(list(build.FLAGS)) != here  # and so is another machine (-march=native)
 
 
 def test_a_failed_build_is_a_reason_not_a_crash(monkeypatch, tmp_path):

@@ -1,7 +1,9 @@
-"""The bound over every trigger content (proofs.certify.trigger_vertices) against brute force on
-small heads: never below an enumerated input (every trigger content on a grid, every multiset of
-key contents on a grid), the curvature remainder covering the box between the points, and the
-bound tighter than the box relaxation on heads that attend almost uniformly."""
+"""The bound over every trigger content (proofs.certify.trigger_vertices, trigger_grid) against
+brute force on small heads: never below an enumerated input (every trigger content on a fine grid,
+the box's inside included, every multiset of key contents on a grid), the curvature remainder
+covering an error that peaks inside the box, the curvature bound against finite differences of
+the true error, the refined-grid interpolation against its definition, and the bound tighter than
+the box relaxation on a head that attends almost uniformly."""
 
 import itertools
 from fractions import Fraction
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 from constructions import reference, task
-from proofs.certify import error, heads, trigger_vertices as tv
+from proofs.certify import error, heads, trigger_grid, trigger_vertices as tv
 from tests.test_trigger_dual import _grid, head_net, signed_errors
 
 
@@ -24,75 +26,125 @@ def brute_rows(h, j, qgrid, kgrid) -> np.ndarray:
     return best
 
 
-FAST = dict(cells=16, rounds=1, active=4, steps=12)
+def position_and_row(d=5, j=3, seed=0, scale=0.05, r=task.CONTENT_START, s=1, target=-np.inf):
+    h = heads.head_maps(head_net(d, seed, scale, scale / 10))
+    P = tv.Position(h, j)
+    return P, tv.Row(P, r, s, 1.0)
 
 
-@pytest.mark.parametrize("d,j,seed,scale", [(5, 3, 0, 0.02), (4, 4, 2, 0.3)])
+@pytest.mark.parametrize("d,j,seed,scale", [(5, 3, 0, 0.02), (4, 4, 2, 0.3), (5, 3, 1, 0.3), (5, 2, 3, 0.3), (4, 2, 5, 1.0)])
 def test_row_bounds_hold_over_every_trigger_content(d, j, seed, scale):
     h = heads.head_maps(head_net(d, seed, scale, scale / 10))
     n = d - 3
-    brute = brute_rows(h, j, _grid(n, 9 if n == 2 else 41), _grid(n, 9 if n == 2 else 41))
-    P = tv._Position(h, j)
-    for r in range(task.CONTENT_START, d - 1):
+    qgrid = _grid(n, 41 if n == 1 else 13)  # the inside of the box included
+    brute = brute_rows(h, j, qgrid, _grid(n, 41 if n == 1 else 7))
+    P = tv.Position(h, j)
+    for r in range(d):
         for i, s in enumerate((1, -1)):
-            assert tv.row_bound(P, r, s, np.zeros(n), **FAST)["bound"] >= brute[i, r]
-    assert tv.position_bound(h, j, np.zeros(n), **FAST)["bound"] >= brute.max()
+            assert tv.row_bound(P, r, s, np.zeros(n), 0.0)["bound"] >= brute[i, r]
+    assert tv.position_bound(h, j, np.zeros(n), 0.0)["bound"] >= brute.max()
 
 
-def _phi(row: tv._Row, lam: np.ndarray, q: np.ndarray, cgrid: np.ndarray) -> np.ndarray:
-    """Phi at trigger contents q [Q, n] per cell, the larger over the cell's two ends, with the key
-    maximum K* taken over a fine grid of key contents (brute force): [cells, Q]."""
-    row.pts, row.beta, row.w = q, row.P.b + q @ row.P.N, row.P.weights(q)
-    out = np.full((len(lam), len(q)), -np.inf)
-    for D in row.ends:
-        rho, alpha, g, hh, Lt = row.pieces(lam, D)
-        u = row.beta @ cgrid.T  # [Q, C]
-        F = np.exp(u)[None] * (alpha[:, None, None] + (g @ cgrid.T)[:, None, :]) + (hh @ cgrid.T)[:, None, :]
-        K = F.max(axis=2)
-        out = np.maximum(out, row.own(lam, rho, np.arange(len(q))) + Lt[:, None] + (row.j - 1) * (K - row.s * row.tf / row.j))
-    return out
+def _matrix(a):
+    return reference.as_matrix([[Fraction(float(v)) for v in row] for row in a])
 
 
-def test_curvature_remainder_covers_the_box_between_the_points(monkeypatch):
-    # own-key exponent E_o(q) = q^2 (M[2, 2] = 1, nothing else but the trigger's BOS score -6):
-    # at lambda > 0 the own term e^{E_o(q)} (rho q - lambda) is concave near q = 0, so Phi's
-    # maximum lies inside the box, above both vertices, and only the remainder covers it
-    monkeypatch.setattr(tv, "GRID", 1)
-    d = 4
-    M = np.zeros((d, d))
-    M[task.TRIGGER_FLAG, task.BOS_FLAG], M[task.CONTENT_START, task.CONTENT_START] = -6.0, 1.0
-    eye = reference.as_matrix([[Fraction(int(i == k)) for k in range(d)] for i in range(d)])
-    net = reference.single_head("softmax", eye, reference.as_matrix([[Fraction(v) for v in r] for r in M]), eye, eye)
-    row = tv._Row(tv._Position(heads.head_maps(net), 3), task.CONTENT_START, 1, cells=4)
-    lam = np.array([-0.5, 0.2, 0.5, 1.0])
-    cgrid = _grid(1, 401)
-    at_points = _phi(row, lam, row.pts.copy(), cgrid).max(axis=1)
-    rem = row.curvature(lam)
-    inside = _phi(row, lam, _grid(1, 801), cgrid).max(axis=1)
-    assert (inside <= at_points + rem).all()
-    assert (inside > at_points + 0.1).any()  # measured 0.26 and 0.81 above the vertices at lambda 0.5, 1
+def interior_peak_head():
+    """A d = 4 head whose trigger-flag error (j = 3, s = +1) peaks inside the content box: 0.325 at
+    q = 0.25 against -0.33 and -0.19 at q = -1, 1 (found by a search over random heads; the own
+    score holds -1.78 q^2, so the own key's weight bulges in the middle)."""
+    M = np.array([[-0.72, 1.53, 2.01, 0.86], [-5.28, 0.58, -1.05, 0.71], [1.45, -0.11, -1.78, -0.29], [-1.07, -0.09, -0.45, 1.51]])
+    V = np.array([[0.8, -0.13, -0.21, -0.04], [0.11, 1.55, -0.01, -0.58], [-0.05, -0.13, 1.29, -0.08], [0.38, -0.43, -0.69, 1.16]])
+    eye = np.eye(4)
+    return heads.head_maps(reference.single_head("softmax", _matrix(eye), _matrix(M), _matrix(V), _matrix(eye)))
+
+
+def test_the_curvature_remainder_covers_a_peak_inside_the_box(monkeypatch):
+    monkeypatch.setattr(tv, "PIECES", (1,))  # the vertices only: the remainder alone covers the inside
+    h, j, r = interior_peak_head(), 3, task.TRIGGER_FLAG
+    inside = brute_rows(h, j, _grid(1, 161), _grid(1, 41))[0, r]
+    at_vertices = brute_rows(h, j, np.array([[-1.0], [1.0]]), _grid(1, 41))[0, r]
+    assert inside > at_vertices + 0.4  # measured 0.325 against -0.19
+    P = tv.Position(h, j)
+    out = tv.row_bound(P, r, 1, np.zeros(1), -np.inf)
+    assert out["bound"] >= inside
+    assert out["largest_point"] < inside  # the points alone (the vertices) do not cover it: the remainder does
+
+
+@pytest.mark.parametrize("d,seed,scale", [(4, 0, 1.0), (5, 1, 0.5), (6, 2, 0.3)])
+def test_the_curvature_bound_holds_against_finite_differences(d, seed, scale):
+    """d^2 (s E_r) / dq_i^2 of the true error (central differences, random inputs and q in the
+    box) is never below -kappa_i, and comes within a factor 50 of it somewhere (the bound means
+    something)."""
+    h = heads.head_maps(head_net(d, seed, scale, scale))
+    n, j, step = d - 3, 4, 1e-3
+    rng = np.random.default_rng(seed)
+    P = tv.Position(h, j)
+    worst = np.zeros((2, d, n))
+    for _ in range(60):
+        q = rng.uniform(-1 + step, 1 - step, n)
+        keys = rng.choice([-1.0, 1.0], (200, j - 1, n)) * rng.uniform(0.5, 1, (200, j - 1, n))
+        for i in range(n):
+            e = [signed_errors(h, j, q + dq * np.eye(n)[i], keys) for dq in (-step, 0.0, step)]
+            second = (e[0] - 2 * e[1] + e[2]) / step ** 2  # [keys, d]
+            worst[0, :, i] = np.minimum(worst[0, :, i], second.min(axis=0))
+            worst[1, :, i] = np.minimum(worst[1, :, i], (-second).min(axis=0))
+    ratio = 0.0
+    for r in range(d):
+        for k, s in enumerate((1, -1)):
+            kappa = tv.Row(P, r, s, 1.0).kappa
+            assert (worst[k, r] >= -kappa - 1e-6).all()
+            ratio = max(ratio, float((-worst[k, r] / kappa).max()))
+    assert ratio > 0.02  # measured 0.046, 0.05+ (random inputs, not the worst ones)
+
+
+def test_grid_values_are_the_multilinear_interpolation_plus_the_midpoint_terms():
+    rng = np.random.default_rng(0)
+    values = rng.random([3, 2, 2, 2])
+    widths, kappa = np.array([1.0, 2.0, 2.0, 2.0]), rng.random(4) * 0.1
+    grid = trigger_grid.grid_values(values, widths, kappa)
+    assert grid.shape == (5, 3, 3, 3)
+    for idx in itertools.product(*[range(s) for s in grid.shape]):
+        value = 0.0
+        for corner in itertools.product(*[((i // 2, 1.0),) if i % 2 == 0 else ((i // 2, .5), (i // 2 + 1, .5)) for i in idx]):
+            value += np.prod([c[1] for c in corner]) * values[tuple(c[0] for c in corner)]
+        value += sum(kappa[a] * widths[a] ** 2 / 4 for a, i in enumerate(idx) if i % 2)
+        assert grid[idx] == pytest.approx(value, abs=1e-15)
+
+
+def test_the_grid_bound_holds_for_functions_within_the_curvature():
+    """f(q) = sum of a convex part and -kappa_i q_i^2 / 2 on [-1, 1]^3: its maximum over a fine grid is
+    at most grid_bound of its vertex values."""
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        kappa = rng.random(3)
+        a, b = rng.normal(size=3), rng.normal(size=(3, 3))
+        f = lambda q: np.exp(q @ b).sum(-1) * 0.1 + q @ a - (kappa * q ** 2 / 2).sum(-1)  # noqa: E731
+        vertices = np.array(list(itertools.product([-1.0, 1.0], repeat=3)))
+        figure, _ = trigger_grid.grid_bound(f(vertices).reshape(2, 2, 2), np.full(3, 2.0), kappa)
+        assert f(_grid(3, 21)).max() <= figure + 1e-12
 
 
 def test_tighter_than_the_box_relaxation_on_a_near_uniform_head():
     d, j = 5, 4
-    h = heads.head_maps(head_net(d, 4, 0.02, 0.02))  # measured: box 1.128, this bound 1.084 x brute force
-    whole = error.whole_box_ranges(h)
-    box = error.trigger_bound_rows(h, j, -np.ones(2), np.ones(2), whole)
-    P = tv._Position(h, j)
+    h = heads.head_maps(head_net(d, 4, 0.02, 0.02))
+    box = error.trigger_bound_rows(h, j, -np.ones(2), np.ones(2), error.whole_box_ranges(h))
     r, s = max(box, key=box.get)
-    vertex = tv.row_bound(P, r, s, np.zeros(2), **FAST)["bound"]
+    P = tv.Position(h, j)
+    vertex = tv.row_bound(P, r, s, np.zeros(2), -np.inf)["bound"]
     brute = brute_rows(h, j, _grid(2, 9), _grid(2, 5))[(1, -1).index(s), r]
     assert brute <= vertex < box[(r, s)]
+    assert vertex - brute < 0.5 * (box[(r, s)] - brute)
 
 
 def test_refuses_other_kinds_and_large_n():
     net = head_net(4, 0, 0.1, 0.0)
     h = heads.head_maps(reference.Network("sigmoid_norm", net.layers))
     with pytest.raises(ValueError, match="softmax"):
-        tv._Position(h, 3)
+        tv.Position(h, 3)
     big = heads.head_maps(head_net(tv.MAX_N + 4, 0, 0.01, 0.0))
     with pytest.raises(ValueError, match="2\\^n"):
-        tv._Position(big, 3)
+        tv.Position(big, 3)
 
 
 def test_tightened_eta_takes_the_smaller_part_per_position():
@@ -102,53 +154,85 @@ def test_tightened_eta_takes_the_smaller_part_per_position():
     assert (out["eta_up"], out["attained_by"]) == (0.4, "trigger 3")
 
 
+def test_the_grid_bound_by_search_equals_the_whole_grid():
+    """bound_over searches the refined grid axis by axis, skipping what cannot hold a larger entry
+    nor one above the target: its figure is the whole grid's largest entry (whatever the size of
+    the pieces it computes whole), never below it with a target, and the ends it returns carry the
+    largest entry."""
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        values = rng.random([9, 5, 2, 2, 2])
+        widths, kappa = np.array([0.25, 0.5, 2.0, 2.0, 2.0]), rng.random(5) * 0.05
+        whole, where = trigger_grid.grid_bound(values, widths, kappa)
+        for leaf in (1, 9, 10 ** 6):
+            figure, hot = trigger_grid.bound_over(values, widths, kappa, -np.inf, leaf=leaf)
+            assert figure == pytest.approx(whole, abs=1e-14)
+        target = float(np.quantile(values, 0.9))
+        figure, hot = trigger_grid.bound_over(values, widths, kappa, target, leaf=9)
+        assert figure >= whole - 1e-14
+        assert set(trigger_grid.support(np.array([where]), values.shape)) <= set(hot)
+
+
+def sink_head(d=5, seed=3, scale=0.02):
+    """A head shaped like a trained one: content queries score BOS 8 above the rest (a sink), the
+    trigger 6 below; BOS's value is 0; the rest of M is small and random, V = I + noise. Its
+    worst error is at the trigger (the non-trigger parts are far smaller)."""
+    rng = np.random.default_rng(seed)
+    M = rng.normal(0, scale, (d, d))
+    M[task.content_flag(d), task.BOS_FLAG], M[task.TRIGGER_FLAG, task.BOS_FLAG] = 8.0, -6.0
+    V = np.eye(d) + rng.normal(0, scale / 10, (d, d))
+    V[:, task.BOS_FLAG] = 0
+    eye = np.eye(d)
+    return reference.single_head("softmax", _matrix(eye), _matrix(M), _matrix(V), _matrix(eye))
+
+
+def _small_net():
+    return sink_head()
+
+
+def test_the_bracket_tightens_the_box_relaxation_and_stays_above_the_witness():
+    """eta.bracket: eta_up with the vertex bound is at most the box relaxation's, at least eta_lo
+    (a replayed witness), and its trigger parts never below an enumerated input."""
+    from proofs.certify import eta, sink
+
+    net, L = _small_net(), 5
+    h = heads.head_maps(net)
+    cert = sink.certify_head(net, L)
+    out = eta.bracket(net, h, L, cert["queries"])
+    assert out["eta_lo"] <= out["eta_up"] < out["eta_up_box"]  # measured 0.0705 <= 0.0763 < 0.0781
+    assert out["attained_by"].startswith("trigger") and out["vertex"]["positions"]
+    for j, part in out["vertex"]["positions"].items():
+        brute = brute_rows(h, int(j), _grid(2, 9), _grid(2, 7)).max()
+        assert brute <= out["by_part"][f"trigger {j}"] <= part["box"]
+    box = eta.bracket(net, h, L, cert["queries"], vertex=False)
+    assert box["eta_up"] == out["eta_up_box"] and "vertex" not in box
+
+
 def _bench_head(tmp_path):
     import json
 
     from empirical.construction_check import network_to_json
 
     weights = tmp_path / "head.json"
-    weights.write_text(json.dumps(network_to_json(head_net(4, 5, 0.3, 0.03))))
+    weights.write_text(json.dumps(network_to_json(_small_net())))
     return weights
 
 
-def test_benchmark_resumes_without_recomputing(tmp_path, monkeypatch):
+def test_the_benchmark_resumes_without_recomputing(tmp_path, monkeypatch):
     import json
 
     from tests.benchmarks import bench_eta_vertices as bench
 
     weights, out = _bench_head(tmp_path), tmp_path / "vertices.json"
-    args = [str(weights), "--L", "5", "--cells", "8", "--rounds", "0", "--out", str(out)]
+    args = [str(weights), "--L", "5", "--out", str(out)]
     assert bench.main(args) == 0
-    first = json.loads(out.read_text())["weights"]
-    assert sorted(first["positions"]) == ["2", "3", "4"]
-    assert all(p["vertex"] > 0 and p["settings"]["rounds"] == 0 for p in first["positions"].values())
+    first = json.loads(out.read_text())
+    (label, record), = first.items()
+    assert record["eta_lo"] <= record["eta_up"] <= record["eta_up_box"] and record["ratio"] >= 1
 
     def never(job):
-        raise AssertionError("a finished position was computed again")
+        raise AssertionError("a finished head was computed again")
 
-    monkeypatch.setattr(bench, "_position", never)
+    monkeypatch.setattr(bench, "_head", never)
     assert bench.main(args) == 0
-    assert json.loads(out.read_text())["weights"] == first
-
-
-def test_benchmark_workers_give_the_serial_figures(tmp_path, monkeypatch):
-    import json
-
-    from tests.benchmarks import bench_eta_vertices as bench
-
-    weights = _bench_head(tmp_path)
-    seen, pool = [], bench._map
-
-    def spy(f, jobs, workers):
-        seen.append(workers)
-        yield from pool(f, jobs, workers)
-
-    monkeypatch.setattr(bench, "_map", spy)
-    figures = []
-    for workers in ("1", "2"):
-        out = tmp_path / f"w{workers}.json"
-        assert bench.main([str(weights), "--L", "5", "--cells", "8", "--rounds", "0", "--workers", workers, "--out", str(out)]) == 0
-        positions = json.loads(out.read_text())["weights"]["positions"]
-        figures.append({j: (p["vertex"], p["settings"]["rounds"]) for j, p in positions.items()})
-    assert seen == [1, 2] and figures[0] == figures[1] and len(figures[0]) == 3
+    assert json.loads(out.read_text()) == first

@@ -3,10 +3,9 @@
 The library is compiled with the host's C++ compiler (``$CXX``, else ``g++``, else ``c++``) for
 its own CPU (``-march=native``) with the sequence length and width fixed (``-DLEN -DDIM``: the
 loops over keys and features become whole vector registers, of the host's width), and cached as
-``<cache>/compiled/attend-<hash>.so``, where the hash covers the source, the flags, the
-compiler's version, the host and the shape: a changed source or another machine builds anew. The
-build writes a temporary file and renames it, so sweep workers that build at once never load a
-half-written library. Without a compiler, or for a shape the source does not take (L and d
+``<cache>/compiled/attend-<hash>.so`` by ``constructions.native`` (the hash covers the source,
+the flags, the compiler's version, the host and the shape: a changed source or another machine
+builds anew; the build is written whole, then renamed). Without a compiler, or for a shape the source does not take (L and d
 powers of two from 4 to 32), ``library`` returns None with the reason in ``unavailable``, and the
 ``compiled`` formulation runs ``fused`` instead. The cache holds code: only this module's own
 builds are loaded from it, by the name their hash gives them.
@@ -15,14 +14,11 @@ builds are loaded from it, by the name their hash gives them.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import torch
+
+from constructions import native
 
 SOURCE = Path(__file__).with_name("attend.cpp")
 SIZES = (4, 8, 16, 32)  # L and d the source takes (vector extensions: powers of two)
@@ -47,7 +43,7 @@ def record() -> dict:
 
 
 def compiler() -> str | None:
-    return os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+    return native.compiler("c++")
 
 
 class Kernel:
@@ -111,41 +107,15 @@ def library(L: int, d: int, dtype: torch.dtype, cache_dir: Path, target: tuple[s
 
 def _load(L, d, dtype, folder: Path, target: tuple[str, ...] = ()) -> Kernel | None:
     key = (L, d, dtype) + target
-    cxx = compiler()
     if L not in SIZES or d not in SIZES or dtype not in (torch.float32, torch.float64):
         unavailable[key] = f"the source takes L and d in {SIZES} and float32 or float64, not L={L}, d={d}, {dtype}"
         return None
-    if cxx is None:
+    if compiler() is None:
         unavailable[key] = "no C++ compiler (set $CXX, or install g++)"
         return None
     flags = [*FLAGS, *target, f"-DLEN={L}", f"-DDIM={d}"] + (["-DREAL_DOUBLE"] if dtype == torch.float64 else [])
-    path = folder / f"attend-{_hash(cxx, flags)}.so"
-    if not path.exists():
-        try:
-            _compile(cxx, flags, path)
-        except (OSError, subprocess.SubprocessError) as err:
-            unavailable[key] = f"the build failed: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
-            return None
+    path, why = native.build(SOURCE, flags, folder, "attend", "c++")
+    if path is None:
+        unavailable[key] = why
+        return None
     return Kernel(path, L, d, dtype)
-
-
-def _hash(cxx: str, flags: list[str]) -> str:
-    from empirical.usage import cpu_model
-
-    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
-    text = "\n".join([SOURCE.read_text(), cxx, version, *flags, cpu_model(), str(os.cpu_count())])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _compile(cxx: str, flags: list[str], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
-    os.close(fd)
-    try:
-        done = subprocess.run([cxx, *flags, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True, timeout=300)
-        if done.returncode:
-            raise subprocess.SubprocessError(done.stderr.strip() or f"{cxx} exited {done.returncode}")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

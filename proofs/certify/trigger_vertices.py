@@ -1,41 +1,37 @@
 """A bound at one trigger position over EVERY trigger content, each key's weight tied to its own
-content (issue 17, item 2): the fixed-query bound of ``trigger_dual`` made to cover the content
-box by convexity in the trigger content q.
+content (issue 17, item 2): ``trigger_dual``'s fixed-query bound at the points of a grid of
+trigger contents, and ``trigger_grid``'s curvature argument between them.
 
-Fix a row (coordinate r, sign s) of the error, a cell [D_a, D_b] of the normaliser and ONE
-multiplier lambda for that (row, cell), the same for every q. ``trigger_dual``'s identity gives,
-for every input with trigger content q and D in the cell,
+For one trigger position j, one row (coordinate r, sign s) of the error and a trigger content q,
+``trigger_dual``'s identity gives, for every lambda and every cell of the normaliser D,
 
-    s E <= max over rho in {1/D_a, 1/D_b} of  Phi(q) = P(q) + Lt + (j - 1) (K*(beta(q)) - s t_f / j),
+    s E <= max over the cell's ends of  P(q) + lambda D + (j - 1) (K(beta(q)) - s t_f / j),
 
-with P(q) = w_0(q) (s v_0 rho - lambda) + w_o(q) (s v_o(q) rho - lambda) - s t_o(q) / j (BOS and
-the trigger's own key), K*(beta) = max over c in [-1, 1]^n of e^{beta.c} (alpha + g.c) + h.c
-(one content key: every key's bracket is at most this) and beta(q) = b + N^T q, N = M[C, C].
+with P the BOS and own-key terms, K the one-key maximum (bounded through slices of the key's score
+range and one multiplier mu per slice) and beta(q) = b + N^T q, N = M[C, C]. Any lambda and any mu
+give a valid bound at q, so bounds are computed at the points of a grid (every vertex of the
+content box; a coordinate along which the error bends much, as a content row's own coordinate
+does, on more levels: ``pieces``). Cells are of X, the content keys' mean weight (D = W + (j - 1) X
+with W the BOS and own weights at the point), so one set of cells serves every point. Each point's
+bound rises in precision while it is above the ``target`` (the caller's estimate of the worst case):
 
-K* is a maximum over c of functions whose second derivative in q_i is (N c)_i^2 e^{beta.c}
-(alpha + g.c): convex in q up to kappa_i = (sum_l |N_il|)^2 e^U max(0, ||g||_1 - alpha), tiny on
-trained heads (their M[C, C] entries are 1e-5 - 5e-5). P's second derivatives are bounded on the
-box by interval arithmetic (the own key's e^{E_o(q)} times its own value, affine in q, is the large
-one, along the row's own content coordinate). A function whose second derivative along every coordinate is at least
--kappa_i on a box is at most its largest vertex value plus sum_i kappa_i w_i^2 / 8 (along one
-coordinate f + kappa (t - a)(t - b) / 2 is convex; iterate over the coordinates). So
+1. screened with lambda per cell and mu per (cell end, cell, slice) fitted at the start content
+   (the witness search's best trigger content at j; 8 equal cells), at every point at once: each
+   slice end's term is then an l1 norm of an affine function of beta(q) (``Row.screen``);
+2. screened with the start's cells after 24 halvings of its worst, lambda searched per (cell,
+   point) and mu moved with it; while many points stay above the target, fitted again at the
+   largest of them;
+3. its own bound (``Row.own_bounds``: ``trigger_dual.refine_cells`` at the point), 24 halvings;
+4. the same with 48.
 
-    max over the box of Phi  <=  max over its vertices of Phi  +  sum_i kappa_i w_i^2 / 8,
-
-and at each vertex Phi is bounded by ``trigger_dual``'s key bound (any Lagrange multiplier mu is
-valid there, so mu may differ from vertex to vertex; lambda may not: a minimum over lambda of
-convex functions is not convex). The row's own content coordinate is cut into ``GRID`` pieces
-(its kappa is the large one), so each row enumerates 2^(n-1) (GRID + 1) points; every other
-coordinate sits at +-1. n = d - 3 must be small (2^n points): this is for d <= 19.
-
-lambda per (row, cell) is chosen by a golden-section search that minimises the largest bound
-over an *active set* of points: first the start content alone (the witness search's best input
-at that position), then, for ``ROUNDS`` rounds, with the ``ACTIVE`` points whose bounds are
-largest added (every choice of lambda is valid; the figure is the evaluation after the last). At every point the key bound is first evaluated with mu fixed
-at its best value at the start content (an l1 norm of an affine function of q, vectorised over
-all points), and recomputed with the exact minimum over mu where that exceeds the largest bound
-so far. Float64, with ``trigger_dual``'s rounding allowance; weights at the points are enclosed
-from the exact-coefficient exponents (``branch.exponent_upper``, its slack included).
+With one content key (j = 2) the key's score fixes D, and ``Row.single_key`` bounds every point
+exactly but for slices, without cells. Between the points the error's curvature in q is small
+(``trigger_grid.curvature``): the bound over the whole box is the multilinear interpolation of
+the point bounds plus a remainder at the midpoints (``trigger_grid.bound_over``); while that is
+above the target the points it averages there are refined further. Float64 with
+``trigger_dual``'s rounding allowance; weights at the points are enclosed from the
+exact-coefficient exponents (their slack included). Softmax only; n = d - 3 at most ``MAX_N``
+(2^n points). The inner loops run compiled where they can (``native``).
 """
 
 from __future__ import annotations
@@ -47,252 +43,378 @@ import numpy as np
 
 from constructions import task
 
-from . import branch, error, heads, trigger_dual as td
+from . import error, heads, native, trigger_dual as td, trigger_grid
 
-GRID = 4  # pieces of each row's own content coordinate (where P's curvature lives)
-ACTIVE = 8  # points added to the minimax set of lambda per round
-ROUNDS = 2  # rounds of re-choosing lambda over the growing active set
-STEPS = 16  # golden-section steps per later choice of lambda (the first takes trigger_dual.GOLDEN_STEPS)
 MAX_N = 16  # 2^n points per row: refused above this
+SCREEN_STEPS = 10  # golden-section steps for a screened point's lambda per cell
+LAMBDA_REACH = 0.05  # a point's own lambda per cell is searched this far from the reference's
+PIECES = (1, 2, 4, 8)  # pieces of a content coordinate: the fewest whose midpoint remainder is small,
+REMAINDER = 0.02  # ... kappa w^2 / 4 at most this fraction of the row's scale (the target),
+MAX_POINTS = 2 ** 17  # ... while the grid's points number at most this (larger kappa first)
 EXP_MARGIN = 1e-12  # relative allowance on numpy's exp (branch.PRUNE_MARGIN's convention)
+TARGET_SLACK = 0.02  # points are refined while above (1 + this) x the fixed-query bound at the best witness
 
 
-class _Position:
+class Position:
     """Everything at trigger position j that does not depend on the row: the content-content block,
-    the ranges of the score spread U and of the normaliser D over the whole content box, and the
-    exponents of the BOS and own-key weights."""
+    the ranges of the score spread U and of the normaliser D over the whole content box, the
+    exponents of the BOS and own-key weights, and the fixed-query pieces per point."""
 
-    def __init__(self, h: heads.Head, j: int):
+    def __init__(self, h: heads.Head, j: int, ranges: dict | None = None):
         if h.kind != "softmax":
             raise ValueError(f"the vertex bound is for softmax heads, not {h.kind}")
         if h.n > MAX_N:
             raise ValueError(f"the vertex bound enumerates 2^n trigger contents; n = {h.n} is above {MAX_N}")
         d, n, u = h.d, h.n, heads.UNIT_ROUNDOFF
-        self.h, self.j, self.n = h, j, n
+        self.h, self.j, self.n, self.m = h, j, n, j - 1
         C = list(range(task.CONTENT_START, d - 1))
         self.C, self.N, self.b = C, h.M[np.ix_(C, C)], h.M[task.TRIGGER_FLAG, C]
         spread = np.abs(self.b) + np.abs(self.N).sum(axis=0)  # |beta_i(q)| <= spread_i on the box
-        self.eps = float(4 * (n +3) * u * spread.sum())  # M's rounding and beta's formation, per point
+        self.eps = float(4 * (n + 3) * u * spread.sum())  # M's rounding and beta's formation, per point
         vertices = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
         # ||beta(q)||_1 is convex in q: its maximum over the box is at a vertex
         self.U = float(np.abs(self.b + vertices @ self.N).sum(axis=1).max() * (1 + 4 * n * u) + self.eps)
         ex = error._trigger_exponents(h)
         self.E0, self.Eo = ex["bos"][0], ex["own"][0]
-        self.ranges = error.whole_box_ranges(h)  # the exponents' ranges over the whole box (a search)
-        whole = error.raw_weights(h, -np.ones(n), np.ones(n), self.ranges)
-        c_lo = max(whole["content"][0], np.exp(-self.U) * (1 - EXP_MARGIN))
-        c_hi = min(whole["content"][1], np.exp(self.U) * (1 + EXP_MARGIN))
-        self.D = ((whole["bos"][0] + whole["own"][0] + (j - 1) * c_lo) * (1 - 1e-12),
-                  (whole["bos"][1] + whole["own"][1] + (j - 1) * c_hi) * (1 + 1e-12))
-        self.w_box = whole
-        self.slices = int(np.clip(np.ceil(2 * self.U / td.SLICE_WIDTH), 4, td.MAX_SLICES))
+        self.ranges = ranges or error.whole_box_ranges(h)  # the exponents' ranges over the whole box (a search)
+        self.w_box = error.raw_weights(h, -np.ones(n), np.ones(n), self.ranges)
+        self.key_lo = max(self.w_box["content"][0], np.exp(-self.U) * (1 - EXP_MARGIN))  # a content key's weight
+        self.key_hi = min(self.w_box["content"][1], np.exp(self.U) * (1 + EXP_MARGIN))
+        self.D = ((self.w_box["bos"][0] + self.w_box["own"][0] + self.m * self.key_lo) * (1 - 1e-12),
+                  (self.w_box["bos"][1] + self.w_box["own"][1] + self.m * self.key_hi) * (1 + 1e-12))
+        self.slices = td.slices_for(self.U)
+        self.lam_max = 2 * (np.abs(h.V).sum(axis=1).max() + 1) / self.D[0]
+        self._queries: dict[tuple, td._Query] = {}
 
-    def points(self, k: int | None) -> np.ndarray:
-        """The vertices of the content box with coordinate k (None: none) on GRID + 1 levels: [P, n]."""
-        levels = [np.array([-1.0, 1.0])] * self.n
-        if k is not None:
-            levels[k] = np.linspace(-1.0, 1.0, GRID + 1)
-        return np.array(list(itertools.product(*levels)))
+    def query(self, q: np.ndarray) -> td._Query:
+        """The fixed-query pieces at trigger content q (cached: rows share a point's pieces)."""
+        key = tuple(float(v) for v in q)
+        if key not in self._queries:
+            self._queries[key] = td._Query(self.h, self.j, np.asarray(q, dtype=float))
+        return self._queries[key]
 
     def weights(self, pts: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Enclosures [w-, w+] of the BOS and own-key weights at each point (relative to the content
         keys' common score, as in ``error.raw_weights``)."""
         out = {}
-        for name, E in (("bos", self.E0), ("own", self.Eo)):
-            hi = branch.exponent_upper(E, pts, pts).ub
-            lo = branch.exponent_lower(E, pts, pts).ub
-            out[name] = (np.exp(lo) * (1 - EXP_MARGIN), np.exp(hi) * (1 + EXP_MARGIN))
+        for name, E in (("bos", self.E0), ("own", self.Eo)):  # E(q) = a + p . q + q^T S q, within its slack
+            value = E.a + pts @ E.p + ((pts @ E.S) * pts).sum(axis=1)
+            out[name] = (np.exp(value - E.slack()) * (1 - EXP_MARGIN), np.exp(value + E.slack()) * (1 + EXP_MARGIN))
         return out
 
 
-class _Row:
-    """One (coordinate r, sign s) row of the error at one trigger position: its value constants,
-    its points (the vertices, its own content coordinate on a grid) and its cells of D."""
+def pieces(kappa: np.ndarray, scale: float) -> list[int]:
+    """Per content coordinate, the fewest of PIECES whose midpoint remainder kappa_i (2 / p)^2 / 4 is
+    at most REMAINDER * scale, taken in order of kappa (largest first) while the grid's points
+    (prod (p_i + 1)) number at most MAX_POINTS."""
+    out = [PIECES[0]] * len(kappa)
+    for i in np.argsort(-kappa):
+        want = next((p for p in PIECES if kappa[i] * (2 / p) ** 2 / 4 <= REMAINDER * scale), PIECES[-1])
+        while want > out[i] and np.prod([p + 1 for p in out]) / (out[i] + 1) * (want + 1) > MAX_POINTS:
+            want = PIECES[PIECES.index(want) - 1]
+        out[i] = want
+    return out
 
-    def __init__(self, P: _Position, r: int, s: int, cells: int):
+
+class Row:
+    """One (coordinate r, sign s) row of the error at one trigger position: its value and target
+    constants, its curvature bounds (``trigger_grid.curvature``) and its grid of points (every
+    vertex; a coordinate where the error bends most cut into the fewest of PIECES whose midpoint
+    remainder is at most REMAINDER of ``scale``)."""
+
+    def __init__(self, P: Position, r: int, s: int, scale: float):
         h, d = P.h, P.h.d
-        self.P, self.r, self.s, self.j = P, r, float(s), P.j
+        self.P, self.r, self.s, self.j, self.m = P, r, float(s), P.j, P.m
         V, er = h.V, np.eye(d)[r]
         self.v0, self.v1, self.vf, self.vC = V[r, task.BOS_FLAG], V[r, task.TRIGGER_FLAG], V[r, task.content_flag(d)], V[r, P.C]
         self.t1, self.tf, self.tC = er[task.TRIGGER_FLAG], er[task.content_flag(d)], er[P.C]
         self.k = r - task.CONTENT_START if r in P.C else None  # the row's own content coordinate
-        edges = np.linspace(P.D[0], P.D[1], cells + 1)
-        self.ends = (edges[:-1], edges[1:])
-        self.Dm = (edges[:-1] + edges[1:]) / 2
-        self.pts = P.points(self.k)
+        self.kappa = trigger_grid.curvature(P, self)
+        self.levels = [np.linspace(-1.0, 1.0, p + 1) for p in pieces(self.kappa, scale)]
+        self.widths = np.array([lv[1] - lv[0] for lv in self.levels])
+        self.pts = np.array(list(itertools.product(*self.levels)))  # [points, n], the last coordinate fastest
         self.beta = P.b + self.pts @ P.N  # [points, n]: beta(q) = b + N^T q
+        self.betaT = np.ascontiguousarray(self.beta.T)  # [n, points]
         self.w = P.weights(self.pts)
+        self.W = (self.w["bos"][0] + self.w["own"][0], self.w["bos"][1] + self.w["own"][1])  # BOS + own weights
+        self.vo, self.to = self.v1 + self.pts @ self.vC, self.t1 + self.pts @ self.tC  # own value, own target
 
-    def pieces(self, lam: np.ndarray, D: np.ndarray):
-        """rho, the key bound's alpha [cells], g [cells, n], h [cells, n], and Lt [cells] (lambda D, its
-        tangent in rho where lambda < 0) at the cell end D."""
-        s, j, rho, rm = self.s, self.j, 1 / D, 1 / self.Dm
-        g = (s * rho)[:, None] * self.vC
-        hh = np.broadcast_to(-(s / j) * self.tC, g.shape)
-        Lt = np.where(lam >= 0, lam / rho, lam / rm - lam * (rho - rm) / rm ** 2)
-        return rho, s * rho * self.vf - lam, g, hh, Lt
+    def _ends(self, L, Xa, Xb, idx):
+        """Per cell end: rho and lambda D (its tangent in rho where lambda < 0), at the points ``idx``
+        with multipliers L on cells [Xa, Xb] (all broadcast together: [cells, points] for a grid of
+        cells and points, [B] for a batch). Cells are of X, the content keys' mean weight: at a point
+        whose BOS and own weights sum to W in [W-, W+] the cell [Xa, Xb] is the cell
+        [W- + m Xa, W+ + m Xb] of D, so one set of cells serves every point's own range of D."""
+        Da, Db = self.W[0][idx] + self.m * Xa, self.W[1][idx] + self.m * Xb
+        rm = 2 / (Da + Db)
+        for D in (Da, Db):
+            rho = 1 / D
+            yield rho, np.where(L >= 0, L / rho, L / rm - L * (rho - rm) / rm ** 2)
 
-    def own(self, lam: np.ndarray, rho: np.ndarray, idx) -> np.ndarray:
-        """P(q) (BOS and the own key) at the points ``idx``, per cell: [cells, len(idx)]."""
-        s, q = self.s, self.pts[idx]
-        vo, to = self.v1 + q @ self.vC, self.t1 + q @ self.tC
-        bos = np.maximum(*(w[idx][None] * (s * self.v0 * rho - lam)[:, None] for w in self.w["bos"]))
-        own = np.maximum(*(w[idx][None] * (s * vo[None] * rho[:, None] - lam[:, None]) for w in self.w["own"]))
-        return bos + own - s * to[None] / self.j
+    def _base(self, L, rho, Lt, idx) -> np.ndarray:
+        """P(q) + Lt - (j - 1) s t_f / j (BOS and own terms, lambda D, the keys' flag target)."""
+        s, j = self.s, self.j
+        a0 = s * self.v0 * rho - L
+        bos = np.maximum(a0 * self.w["bos"][0][idx], a0 * self.w["bos"][1][idx])
+        ao = s * rho * self.vo[idx] - L
+        own = np.maximum(ao * self.w["own"][0][idx], ao * self.w["own"][1][idx])
+        return bos + own - s * self.to[idx] / j + Lt - self.m * s * self.tf / j
 
-    def exact(self, lam: np.ndarray, idx) -> tuple[np.ndarray, float]:
-        """Phi's bound at the points ``idx`` with the exact minimum over mu, the larger over the two
-        ends of each cell: [cells, len(idx)]; and the largest absolute sum met."""
-        out, size = np.full((len(lam), len(idx)), -np.inf), 0.0
-        for D in self.ends:
-            rho, alpha, g, hh, Lt = self.pieces(lam, D)
-            own = self.own(lam, rho, idx)
-            for col, p in enumerate(idx):
-                K, big = td._key_bound(self.beta[p], self.P.eps, self.P.U, alpha, g, hh, self.P.slices, sizes=True)
-                out[:, col] = np.maximum(out[:, col], own[:, col] + Lt + (self.j - 1) * (K - self.s * self.tf / self.j))
-                size = max(size, float(((self.j - 1) * (big + 1) + np.abs(lam) / rho * 3).max()))
-        return out, size + self._own_size(lam)
+    def exact(self, idx, L, Xa, Xb, sizes: bool = False, multipliers: bool = False):
+        """A batch of bounds [B]: point idx[b], cell [Xa[b], Xb[b]], lambda L[b], the exact minimum
+        over mu (``trigger_dual._key_bound``); with ``sizes`` also the largest absolute sums met [B],
+        with ``multipliers`` also the minimising mu [2, B, slices]."""
+        P, s = self.P, self.s
+        out, size, mus = np.full(len(L), -np.inf), np.zeros(len(L)), []
+        beta = self.betaT[:, idx].T  # [B, n]
+        for rho, Lt in self._ends(L, Xa, Xb, idx):
+            g = (s * rho)[:, None] * self.vC
+            K, big, *mu = td._key_bound(beta, P.eps, P.U, s * rho * self.vf - L, g,
+                                        np.broadcast_to(-(s / self.j) * self.tC, g.shape), P.slices, True, multipliers)
+            mus += mu
+            out = np.maximum(out, self._base(L, rho, Lt, idx) + self.m * K)
+            size = np.maximum(size, self.m * (big + 1) + np.abs(L) / rho * 3)
+        size = size + self._own_size(np.abs(L))
+        return (out, size, np.array(mus)) if multipliers else ((out, size) if sizes else out)
 
-    def _own_size(self, lam: np.ndarray) -> float:
-        w0, wo = self.w["bos"][1].max(), self.w["own"][1].max()
-        rho = 1 / self.ends[0]
-        vo = abs(self.v1) + np.abs(self.vC).sum()
-        return float((w0 * (abs(self.v0) * rho + np.abs(lam)) + wo * (vo * rho + np.abs(lam))).max() + 2)
+    def own_bounds(self, idx: np.ndarray, splits: int, stop: float = -np.inf):
+        """Each point's own bound (``trigger_dual.refine_cells`` over X with the exact minimum over
+        mu: ``trigger_dual.CELLS`` equal cells, then ``splits`` halvings of each point's worst cell,
+        none once it is at or below ``stop``), rounding allowance included; and the cells (Xa, Xb,
+        lambda, each [points, cells])."""
+        idx = np.asarray(idx)
 
-    def fixed(self, lam: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, float]:
-        """Phi's bound at EVERY point with mu [2, cells, slices] fixed: each slice end's term is then
-        an l1 norm of an affine function of beta(q), evaluated for all points at once:
-        [cells, points]; and the largest absolute sum met."""
-        P, j, s = self.P, self.j, self.s
+        def evaluate(sel, L, Xa, Xb, sizes):
+            return self.exact(idx[sel], L, Xa, Xb, sizes)
+
+        allowance = td._allowance(0.0, self.P.n, self.j)
+        Xa, Xb, lam, bound, size = td.refine_cells(evaluate, (self.P.key_lo, self.P.key_hi), self.P.lam_max, len(idx),
+                                                   td.CELLS, td.GOLDEN_STEPS, splits, stop - allowance)
+        return bound.max(axis=1) + td._allowance(size, self.P.n, self.j), (Xa, Xb, lam)
+
+    def fit(self, p: int, splits: int) -> tuple:
+        """Multipliers fitted at point p: its cells of X and lambdas (``own_bounds``) and the
+        minimising mu [2, cells, slices]; and p's own bound. For ``screen``."""
+        bound, (Xa, Xb, lam) = self.own_bounds(np.array([p]), splits)
+        Xa, Xb, lam = Xa[0], Xb[0], lam[0]
+        mu = self.exact(np.full(len(lam), p), lam, Xa, Xb, multipliers=True)[2]
+        return (p, lam, Xa, Xb, mu), float(bound[0])
+
+    def _cells(self, idx: np.ndarray, L: np.ndarray, Xa, Xb, mu, moved=None) -> tuple[np.ndarray, float]:
+        """Per (cell, point) bounds at the points ``idx`` with lambda L [cells, points] and mu fixed
+        ([2, cells, slices]; with ``moved`` [cells], each slice's mu moved by y (L - moved), see
+        ``screen``), before the rounding allowance, and the largest absolute sum met: each slice
+        end's term is an l1 norm of an affine function of beta(q), summed coordinate by coordinate
+        over every (cell, point) at once."""
+        P, m, s = self.P, self.m, self.s
+        lam_abs = np.abs(L).max(axis=1)
+        compiled = native.kernels()
+        if compiled is not None and (mu.ndim == 3 or moved is not None):  # dual.c's screen_cells: the same sums
+            arrays = {"Wlo": self.W[0][idx], "Whi": self.W[1][idx], "w0lo": self.w["bos"][0][idx],
+                      "w0hi": self.w["bos"][1][idx], "wolo": self.w["own"][0][idx], "wohi": self.w["own"][1][idx],
+                      "vo": self.vo[idx], "to": self.to[idx], "betaT": self.betaT[:, idx], "vC": self.vC,
+                      "hh": -(s / self.j) * self.tC}
+            rowc = np.array([m, s, self.j, self.v0, self.vf, self.tf, P.eps, P.U])
+            out, size = compiled.screen_cells(Xa, Xb, L, mu, moved, arrays, rowc, P.U, P.slices)
+            return out, size + float(self._own_size(lam_abs).max())
+        if moved is not None:
+            edges = np.linspace(-P.U, P.U, P.slices + 1)
+            ym = (np.exp(edges[:-1]) + np.exp(edges[1:])) / 2
+            mu = mu[..., None] + ym[None, None, :, None] * (L - moved[:, None])[None, :, None, :]
         edges = np.linspace(-P.U, P.U, P.slices + 1)
         y = np.exp(edges)
         ym = (y[:-1] + y[1:]) / 2
-        out, size = np.full((len(lam), len(self.pts)), -np.inf), 0.0
-        every = np.arange(len(self.pts))
-        for e, D in enumerate(self.ends):
-            rho, alpha, g, hh, Lt = self.pieces(lam, D)
-            base = self.own(lam, rho, every) + Lt[:, None] - (j - 1) * s * self.tf / j
-            K = np.full(out.shape, -np.inf)
+        betaT, hh = self.betaT[:, idx], -(s / self.j) * self.tC
+        best, size, tmp = np.full(L.shape, -np.inf), 0.0, np.empty(L.shape)
+        for e, (rho, Lt) in enumerate(self._ends(L, Xa[:, None], Xb[:, None], idx[None])):
+            alpha, r_max = s * self.vf * rho - L, float(rho.max())
+            K = np.full(tmp.shape, -np.inf)
             for sl in range(P.slices):
-                m = mu[e, :, sl]  # [cells]
-                for k in (0, 1):
-                    ye, le = y[sl + k], edges[sl + k]
-                    T = np.where(m <= 0, m * le, m * (np.log(ym[sl]) + (ye - ym[sl]) / ym[sl]))
-                    A = g * ye + hh  # [cells, n]
-                    inner = np.abs(A[:, None, :] - m[:, None, None] * self.beta[None]).sum(-1)  # [cells, points]
-                    K = np.maximum(K, (alpha * ye + T + np.abs(m) * P.eps)[:, None] + inner)
-                    big = np.abs(alpha) * ye + np.abs(T) + np.abs(m) * (1 + P.eps + P.U) + np.abs(A).sum(-1)
-                    size = max(size, float(((j - 1) * (big + 1) + np.abs(lam) / rho * 3).max()))
-            out = np.maximum(out, base + (j - 1) * K)
-        return out, size + self._own_size(lam)
+                mu_c = mu[e, :, sl]
+                mu_c = mu_c if mu_c.ndim == 2 else mu_c[:, None]  # [cells, points] or [cells, 1]
+                for end in (0, 1):
+                    ye, le = y[sl + end], edges[sl + end]
+                    T = np.where(mu_c <= 0, mu_c * le, mu_c * (np.log(ym[sl]) + (ye - ym[sl]) / ym[sl]))
+                    acc = alpha * ye + T + np.abs(mu_c) * P.eps
+                    for col in range(P.n):  # |rho s V[r, C_col] y + h_col - mu beta_col(q)|
+                        np.multiply(rho, s * self.vC[col] * ye, out=tmp)
+                        tmp += hh[col]
+                        tmp -= mu_c * betaT[col]
+                        acc += np.abs(tmp, out=tmp)
+                    np.maximum(K, acc, out=K)
+                    big = (np.abs(self.vf) * r_max + lam_abs) * ye + np.abs(T).max(axis=1) \
+                        + np.abs(mu_c).max(axis=1) * (1 + P.eps + P.U) + np.abs(self.vC).sum() * r_max * ye + np.abs(hh).sum()
+                    size = max(size, float((m * (big + 1) + lam_abs / r_max * 3).max()))
+            np.maximum(best, self._base(L, rho, Lt, idx[None]) + m * K, out=best)
+        return best, size + float(self._own_size(lam_abs).max())
 
-    def fit_mu(self, lam: np.ndarray, p: int) -> np.ndarray:
-        """mu [2, cells, slices]: per cell end and slice, the minimising multiplier at point p."""
-        P = self.P
-        out = []
-        for D in self.ends:
-            _, alpha, g, hh, _ = self.pieces(lam, D)
-            out.append(td._key_bound(self.beta[p], P.eps, P.U, alpha, g, hh, P.slices, multipliers=True)[2])
-        return np.array(out)
+    def screen(self, idx: np.ndarray, fitted: tuple, steps: int = 0) -> np.ndarray:
+        """Bounds at the points ``idx`` with multipliers fitted at another point (``fit``): as they
+        are (``steps`` = 0), or with lambda searched per (cell, point) by ``steps`` golden-section
+        steps within LAMBDA_REACH of the fitted one and each slice's mu moved with it (mu tracks
+        e^u times the key's bracket, which holds -lambda: mu + y (lambda' - lambda)). Any lambda and
+        mu are valid; one cell's bound is convex in its lambda."""
+        p, lam, Xa, Xb, mu = fitted
+        L = np.repeat(lam[:, None], len(idx), axis=1)
+        moved = lam if steps else None
+        if steps:
+            L = td._golden(lambda x: self._cells(idx, x, Xa, Xb, mu, moved)[0], L - LAMBDA_REACH, L + LAMBDA_REACH, steps)
+        cells, size = self._cells(idx, L, Xa, Xb, mu, moved)
+        return cells.max(axis=0) + td._allowance(size, self.P.n, self.j)
 
-    def curvature(self, lam: np.ndarray) -> np.ndarray:
-        """sum_i kappa_i w_i^2 / 8 per cell (the larger over its two ends): kappa_i bounds the
-        negative part of Phi's second derivative along q_i on the whole box."""
-        P, j, s, n = self.P, self.j, self.s, self.P.n
-        widths = np.full(n, 2.0)
-        if self.k is not None:
-            widths[self.k] = 2.0 / GRID
-        rowsN = np.abs(P.N).sum(axis=1)  # sum_l |N_il|: |d(beta.c)/dq_i| <= this
-        dE0 = P.E0.p  # BOS exponent: affine (S = 0)
-        d_own = branch.exponent_upper(P.Eo, -np.ones((1, n)), np.ones((1, n)))
-        dlo, dhi = d_own.dlo[0], d_own.dhi[0]  # d E_o / d q_i on the box
-        Sii = 2 * np.diag(P.Eo.S)
-        w0_hi, wo_lo, wo_hi = P.w_box["bos"][1], P.w_box["own"][0], P.w_box["own"][1]
-        worst = np.zeros(len(lam))
-        for D in self.ends:
-            rho, alpha, g, hh, _ = self.pieces(lam, D)
-            key = (j - 1) * rowsN[None] ** 2 * np.exp(P.U) * np.maximum(0, np.abs(g).sum(-1) - alpha)[:, None]
-            k0 = np.maximum(0, -(s * self.v0 * rho - lam))[:, None] * w0_hi * dE0[None] ** 2
-            # own: d2/dq_i2 of e^{E_o} (a + b.q) = e^{E_o} [((E_o')^2 + E_o'') (a + b.q) + 2 E_o' b_i]
-            lin_lo = s * rho * self.v1 - lam - rho * np.abs(self.vC).sum()  # a + b.q on the box
-            lin_hi = s * rho * self.v1 - lam + rho * np.abs(self.vC).sum()
-            sq_hi = np.maximum(dlo ** 2, dhi ** 2)
-            sq_lo = np.where((dlo <= 0) & (dhi >= 0), 0.0, np.minimum(dlo ** 2, dhi ** 2))
-            c_lo, c_hi = sq_lo + Sii, sq_hi + Sii  # (E_o')^2 + E_o'' on the box
-            prod = np.minimum.reduce([c_lo[None] * lin_lo[:, None], c_lo[None] * lin_hi[:, None],
-                                      c_hi[None] * lin_lo[:, None], c_hi[None] * lin_hi[:, None]])
-            cross = 2 * np.minimum(dlo * s * self.vC, dhi * s * self.vC)[None] * rho[:, None]
-            inner = prod + cross  # lower bound of the bracket; times e^{E_o} in [wo_lo, wo_hi]
-            ko = np.maximum(0, -np.minimum(inner * wo_lo, inner * wo_hi))
-            worst = np.maximum(worst, ((key + k0 + ko) * widths[None] ** 2 / 8).sum(axis=1))
-        return worst * (1 + 1e-9)
+    def single_key(self, idx: np.ndarray) -> np.ndarray:
+        """Bounds at the points ``idx`` when the trigger sees one content key (j = 2): exact but for the
+        slices, no cells and no multiplier on D (which the one key's score fixes).
 
+        With W = w_0 + w_o and A = w_0 y_0 + w_o y_o (BOS and own, at the middle of their
+        enclosures; the error moves by at most (largest |y_a - y_b|) / D times their widths within
+        them) and z = e^u / (W + e^u), s E = (1 - z) A / W + z y(c) - t_o - t(c): for fixed z linear
+        in the key's content c, with u = log W + log z - log(1 - z) = beta(q) . c. Over a slice of z
+        the dual with one mu (``trigger_dual.dual_min``, alpha0 + alpha1 z + mu u(z) +
+        sum_l |z g_l + h_l - mu beta_l|) is convex in z where mu u(z) is (mu >= 0 where z >= 1/2,
+        mu <= 0 where z <= 1/2) and otherwise bounded by its tangent, so its largest value is at the
+        slice's ends; 1/2 is a slice edge where it lies in z's range."""
+        P, s, j, n = self.P, self.s, self.j, self.P.n
+        U = np.abs(self.beta[idx]).sum(axis=1) * (1 + 4 * n * heads.UNIT_ROUNDOFF) + P.eps  # the key's score range
+        w0, wo = ((self.w[k][0][idx] + self.w[k][1][idx]) / 2 for k in ("bos", "own"))
+        W, A = w0 + wo, w0 * s * self.v0 + wo * s * self.vo[idx]
+        lo, hi = np.exp(-U) / (W + np.exp(-U)), np.exp(U) / (W + np.exp(U))
+        inside = (lo < 0.5) & (0.5 < hi)  # 1/2 an edge where it lies inside, else one more equal slice
+        edges = np.where(inside[:, None], np.sort(np.concatenate(
+            [np.linspace(lo, hi, SINGLE_SLICES + 1, axis=1), np.full((len(idx), 1), 0.5)], axis=1), axis=1),
+            np.linspace(lo, hi, SINGLE_SLICES + 2, axis=1))  # [points, S + 2]
+        Y = np.stack([edges[:, :-1], edges[:, 1:]], axis=-1)  # [points, S + 1, 2]
+        logW = np.log(W)[:, None, None]
+        exact = logW + np.log(Y) - np.log1p(-Y)
+        zm = Y.mean(axis=-1, keepdims=True)
+        tangent = logW + np.log(zm) - np.log1p(-zm) + (Y - zm) / (zm * (1 - zm))
+        concave = Y[..., 1:] <= 0.5  # the slice lies where log z - log(1 - z) is concave
+        Tn, Tp = np.where(concave, exact, tangent), np.where(concave, tangent, exact)
+        g = np.broadcast_to(s * self.vC, (len(idx), n))
+        hh = np.broadcast_to(-(s / j) * self.tC, (len(idx), n))
+        best, big = td.dual_min(self.beta[idx], P.eps, A / W - s * self.to[idx] / j - s * self.tf / j,
+                                s * self.vf - A / W, g, hh, Y, Tn, Tp, True)
+        spread = 2 * (np.abs(self.v0) + np.abs(self.v1) + np.abs(self.vf) + 2 * np.abs(self.vC).sum())  # |y_a - y_b|
+        widths = sum(self.w[k][1][idx] - self.w[k][0][idx] for k in ("bos", "own"))
+        return best + spread * widths / (W - widths + np.exp(-U)) + td._allowance(float(big.max()), n, j)
 
-def _evaluate(row: _Row, lam: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, float]:
-    """Per cell and point, the smaller of the fixed-mu and the exact-mu bound, the exact one computed
-    only where the fixed one exceeds the largest exact value so far (in order of the fixed one):
-    so the largest entry is the same as if every exact bound had been computed. [cells, points]."""
-    vals, size = row.fixed(lam, mu)
-    done = np.zeros(vals.shape[1], dtype=bool)
-    while True:
-        top = vals[:, done].max() if done.any() else -np.inf
-        cand = np.flatnonzero(~done & (vals.max(axis=0) > top))
-        if not len(cand):
-            return vals, size
-        cand = cand[np.argsort(-vals[:, cand].max(axis=0))][:32]
-        ex, s = row.exact(lam, cand)
-        vals[:, cand], done[cand], size = np.minimum(vals[:, cand], ex), True, max(size, s)
-
-
-def _choose_lambda(row: _Row, active: list[int], lim: np.ndarray, steps: int) -> np.ndarray:
-    """lambda per cell minimising (golden section) the largest exact bound over the active points."""
-    idx = np.array(active)
-    return td._golden(lambda lam: row.exact(lam, idx)[0].max(axis=1), -lim, lim, steps)
+    def _own_size(self, lam_abs) -> np.ndarray:
+        w0, wo = self.w["bos"][1].max(), self.w["own"][1].max()
+        rho = 1 / self.P.D[0]
+        vo = abs(self.v1) + np.abs(self.vC).sum()
+        return w0 * (abs(self.v0) * rho + lam_abs) + wo * (vo * rho + lam_abs) + 2
 
 
-def row_bound(P: _Position, r: int, s: int, start: np.ndarray, cells: int = td.CELLS, rounds: int = ROUNDS,
-              active: int = ACTIVE, steps: int = STEPS) -> dict[str, Any]:
-    """Certified bound on s E_r at trigger position P.j over every input (every trigger content)."""
-    row = _Row(P, r, s, cells)
-    p0 = int(np.argmin(np.abs(row.pts - start).sum(axis=1)))  # the point nearest the start content
-    lim = np.full(cells, 2 * (np.abs(P.h.V).sum(axis=1).max() + 1) / P.D[0])
-    act = [p0]
-    lam = _choose_lambda(row, act, lim, td.GOLDEN_STEPS)
-    for it in range(rounds + 1):
-        vals, size = _evaluate(row, lam, row.fit_mu(lam, p0))
-        if it == rounds:
+def row_bound(P: Position, r: int, s: int, start, target: float, scale: float | None = None) -> dict[str, Any]:
+    """Certified bound on s E_r at trigger position P.j over every input (every trigger content).
+
+    Every grid point gets a bound in rising precision while it is above ``target`` (``STAGES``):
+    screened with multipliers fitted at the start content (8 equal cells of X); screened with the
+    start's multipliers after ``REF_SPLITS`` halvings, lambda searched per point and cell; its own
+    bound after ``REF_SPLITS`` halvings; after ``POINT_SPLITS``. Then, while ``trigger_grid``'s
+    bound is above the target, the points that its largest entries average go one stage further
+    (their bounds at a stage are then computed in full, whatever the target)."""
+    if scale is None:  # the size of the row's error, for the grid's pieces: the target, else the box relaxation
+        scale = target if target > 0 else error.trigger_bound_rows(P.h, P.j, -np.ones(P.n), np.ones(P.n), P.ranges)[(r, s)]
+    row = Row(P, r, s, scale)
+    kappa = row.kappa
+    n_pts, shape = len(row.pts), [len(lv) for lv in row.levels]
+    if P.m == 1:  # one content key: every point's exact bound (no cells, no stages)
+        bound, stage, computed = row.single_key(np.arange(n_pts)), np.full(n_pts, 3), [n_pts, 0, 0, 0]
+    else:
+        p0 = int(np.argmin(np.abs(row.pts - np.asarray(start)).sum(axis=1)))  # the point nearest the start content
+        coarse, _ = row.fit(p0, 0)
+        fitted, own0 = row.fit(p0, REF_SPLITS)
+        bound, stage = row.screen(np.arange(n_pts), coarse), np.zeros(n_pts, dtype=int)
+        bound[p0] = min(bound[p0], own0)
+        computed = [n_pts, 0, 0, 0]
+
+    def advance(idx: np.ndarray, stop: float) -> None:
+        """Each point of ``idx`` one stage further."""
+        for st in range(len(computed) - 1, 0, -1):  # the later stages first: a point moves one stage
+            todo = idx[stage[idx] == st - 1]
+            if len(todo):
+                if st == 1:
+                    new = row.screen(todo, fitted, SCREEN_STEPS)
+                else:
+                    new = row.own_bounds(todo, REF_SPLITS if st == 2 else POINT_SPLITS, stop)[0]
+                bound[todo], stage[todo] = np.minimum(bound[todo], new), st
+                computed[st] += len(todo)
+
+    advance(np.flatnonzero(bound > target), target)
+    for _ in range(MAX_REFITS):  # while many points stay above the target, fit again at the largest
+        above = np.flatnonzero((bound > target) & (stage == 1))
+        if len(above) <= FEW:
             break
-        order = np.argsort(-vals.max(axis=0))
-        act += [int(p) for p in order[:active] if int(p) not in act]
-        lam = _choose_lambda(row, act, lim, steps)
-    rem = row.curvature(lam)
-    per_cell = vals.max(axis=1) + rem
-    c = int(per_cell.argmax())
-    figure = float(per_cell[c]) + td._allowance(size, P.n, P.j)
-    return {"bound": figure, "coordinate": r, "sign": s, "worst_point": [float(v) for v in row.pts[int(vals[c].argmax())]],
-            "remainder": float(rem[c]), "points": len(row.pts), "active": len(act)}
+        p = int(above[np.argmax(bound[above])])
+        refit, own = row.fit(p, REF_SPLITS)
+        bound[p] = min(bound[p], own)
+        bound[above] = np.minimum(bound[above], row.screen(above, refit, SCREEN_STEPS))
+        computed[1] += len(above)
+    for st in (2, 3):
+        advance(np.flatnonzero((bound > target) & (stage == st - 1)), target)
+    for _ in range(GRID_ROUNDS):
+        figure, hot = trigger_grid.bound_over(bound.reshape(shape), row.widths, kappa, target)
+        hot = hot[stage[hot] < len(computed) - 1]
+        if figure <= target or not len(hot):
+            break
+        advance(hot, -np.inf)
+    else:
+        figure, _ = trigger_grid.bound_over(bound.reshape(shape), row.widths, kappa, target)
+    top = int(bound.argmax())
+    return {"bound": figure, "coordinate": r, "sign": s, "largest_point": float(bound[top]),
+            "worst_point": [float(v) for v in row.pts[top]], "points": n_pts, "computed": computed,
+            "remainder": figure - float(bound.max())}
 
 
-def position_bound(h: heads.Head, j: int, start, cells: int = td.CELLS, **kw) -> dict[str, Any]:
+SINGLE_SLICES = 2  # slices of z (and one more edge at 1/2) in the one-key bound (j = 2)
+REF_SPLITS = 24  # halvings of the worst cell in a fitted point's own bound
+POINT_SPLITS = 48  # halvings in a point's last bound
+MAX_REFITS = 16  # fits at other points while more than FEW points stay above the target after screening
+FEW = 8
+GRID_ROUNDS = 4  # rounds of refining the points that carry the grid bound's entries above the target
+
+
+def position_bound(h: heads.Head, j: int, start, target: float, ranges: dict | None = None) -> dict[str, Any]:
     """Certified bound on the max-abs error at trigger position j over EVERY input: rows in order
-    of their box relaxation (``error.trigger_bound_box`` per row over the whole box), each taking
-    the smaller of that and its vertex bound, until no remaining row's box bound exceeds the
-    largest figure so far."""
-    P = _Position(h, j)
+    of their box relaxation (``error.trigger_bound_rows`` over the whole box), each taking the
+    smaller of that and ``row_bound``, while the box bound exceeds ``target`` and the largest figure."""
+    P = Position(h, j, ranges)
     box = error.trigger_bound_rows(h, j, -np.ones(h.n), np.ones(h.n), P.ranges)  # per (coordinate, sign)
-    order = sorted(box, key=lambda k: -box[k])
     best, out = -np.inf, []
-    for r, s in order:
-        if box[(r, s)] <= best:
+    for r, s in sorted(box, key=lambda k: -box[k]):
+        if box[(r, s)] <= max(best, target):
+            best = max(best, box[(r, s)])
             break
-        row = row_bound(P, r, s, np.asarray(start, dtype=float), cells, **kw)
+        row = row_bound(P, r, s, start, target, target if target > 0 else box[(r, s)])
         row["box"] = box[(r, s)]
         out.append(row)
         best = max(best, min(row["bound"], box[(r, s)]))
-    top = max(out, key=lambda t: min(t["bound"], t["box"]))
+    top = max(out, key=lambda t: min(t["bound"], t["box"])) if out else None
     return {"bound": best, "trigger": j, "rows": out, "rows_bounded": len(out), "worst_row": top,
-            "cells": cells, "slices": P.slices, "score_range": P.U}
+            "slices": P.slices, "score_range": P.U}
 
+
+def trigger_parts(h: heads.Head, L: int, parts: dict[str, float], found=None, ranges: dict | None = None) -> dict[str, Any]:
+    """The vertex bound of every trigger position whose part of eta_up (``parts``: ``error.eta_upper``'s
+    ``by_part``) is above the target: the largest of the other parts, or the fixed-query bound at the
+    witness search's best trigger input times 1 + TARGET_SLACK if larger (each position's points are
+    refined while above it; the figures are what they are). ``found``: the witness search's
+    result, if run already. Returns the target, the fixed-query figure and per position j
+    ``position_bound``'s record."""
+    starts = trigger_starts(h, L, found)
+    floor = max((v for k, v in parts.items() if not k.startswith("trigger ")), default=0.0)
+    best_j = max(starts, key=lambda j: starts[j][1]) if starts else None
+    anchor = td.fixed_query_bound(h, best_j, starts[best_j][0])["bound"] if best_j is not None else 0.0
+    target = max(floor, anchor * (1 + TARGET_SLACK))
+    default = starts[best_j][0] if best_j is not None else np.zeros(h.n)
+    ranges = ranges or error.whole_box_ranges(h)
+    positions = sorted((int(k.split()[1]) for k in parts if k.startswith("trigger ")), key=lambda j: -parts[f"trigger {j}"])
+    out = {}
+    for j in positions:
+        if parts[f"trigger {j}"] > target:
+            out[j] = position_bound(h, j, starts.get(j, (default, 0.0))[0], target, ranges)
+    return {"target": target, "anchor": anchor, "anchor_trigger": best_j, "positions": out}
 
 
 def tightened_eta(by_part: dict[str, float], vertex: dict[int, float]) -> dict[str, Any]:
@@ -305,13 +427,14 @@ def tightened_eta(by_part: dict[str, float], vertex: dict[int, float]) -> dict[s
     return {"eta_up": parts[where], "attained_by": where, "by_part": parts}
 
 
-def trigger_starts(h: heads.Head, L: int) -> dict[int, np.ndarray]:
+def trigger_starts(h: heads.Head, L: int, found=None) -> dict[int, tuple[np.ndarray, float]]:
     """Per trigger position, the trigger content of the best typed input the witness search finds
-    there (the start of lambda's choice)."""
+    there and its (float) error: the start of the screening multipliers; ``found``: the search's
+    result, if run already."""
     from . import witness
 
-    starts: dict[int, np.ndarray] = {}
-    for t in witness.search(h, L, kicks=witness.KICKS):
-        if t.case == "trigger" and t.i not in starts:
-            starts[t.i] = t.c
+    starts: dict[int, tuple[np.ndarray, float]] = {}
+    for t in found if found is not None else witness.search(h, L, kicks=witness.KICKS):
+        if t.case == "trigger" and (t.i not in starts or t.error > starts[t.i][1]):
+            starts[t.i] = (t.c, t.error)
     return starts

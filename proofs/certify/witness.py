@@ -237,11 +237,13 @@ def search(h: heads.Head, L: int, seed: int = 0, random: int = RANDOM_STARTS, co
     return found
 
 
-def eta_lower(net: reference.Network, h: heads.Head, L: int, seed: int = 0, replayed: int = REPLAYED) -> dict[str, Any]:
-    """The best typed witnesses replayed exactly: eta_lo is the largest lower end."""
+def eta_lower(net: reference.Network, h: heads.Head, L: int, seed: int = 0, replayed: int = REPLAYED,
+              found: list[Typed] | None = None) -> dict[str, Any]:
+    """The best typed witnesses replayed exactly: eta_lo is the largest lower end (``found``: this
+    search's result, if run already)."""
     from .sink import Replayer
 
-    best = search(h, L, seed, kicks=KICKS)
+    best = found if found is not None else search(h, L, seed, kicks=KICKS)
     rep = Replayer(net)
     out = None
     for t in best[:replayed]:
