@@ -165,10 +165,12 @@ def test_the_grid_bound_by_search_equals_the_whole_grid():
         widths, kappa = np.array([0.25, 0.5, 2.0, 2.0, 2.0]), rng.random(5) * 0.05
         whole, where = trigger_grid.grid_bound(values, widths, kappa)
         for leaf in (1, 9, 10 ** 6):
-            figure, hot = trigger_grid.bound_over(values, widths, kappa, -np.inf, leaf=leaf)
+            figure, hot, at = trigger_grid.bound_over(values, widths, kappa, -np.inf, leaf=leaf)
             assert figure == pytest.approx(whole, abs=1e-14)
+            assert trigger_grid.grid_values(values, widths, kappa)[at] == pytest.approx(whole, abs=1e-14)
         target = float(np.quantile(values, 0.9))
-        figure, hot = trigger_grid.bound_over(values, widths, kappa, target, leaf=9)
+        figure, hot, where = trigger_grid.bound_over(values, widths, kappa, target, leaf=9)
+        assert figure <= target or where is not None
         assert figure >= whole - 1e-14
         assert set(trigger_grid.support(np.array([where]), values.shape)) <= set(hot)
 

@@ -112,9 +112,10 @@ def grid_bound(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray) -> tup
 
 
 def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target: float,
-               leaf: int = 2 ** 14) -> tuple[float, np.ndarray]:
-    """``grid_bound``'s figure without the whole refined grid, and the flat indices (into ``values``) of
-    the ends that the refined-grid entries above ``target`` average (at most GRID_ENTRIES entries).
+               leaf: int = 2 ** 14) -> tuple[float, np.ndarray, tuple | None]:
+    """``grid_bound``'s figure without the whole refined grid; the flat indices (into ``values``) of
+    the ends that the refined-grid entries above ``target`` average (at most GRID_ENTRIES entries);
+    and the refined-grid index of the largest entry computed (None if every part was skipped).
 
     The refined grid along one axis is its ends, and the middles of consecutive ends plus that
     axis's term kappa w^2 / 4: so its largest entry is the largest over the axis's children (the
@@ -127,7 +128,7 @@ def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target
     adds = kappa * widths ** 2 / 4
     room = allowance(values, widths, kappa)
     tail = np.concatenate([np.cumsum(adds[::-1])[::-1], [0.0]])  # tail[k]: the terms of axes k.. n-1
-    state = {"figure": -np.inf, "hot": []}
+    state = {"figure": -np.inf, "hot": [], "where": None}
 
     def visit(U: np.ndarray, base: float, k: int, corners: list) -> None:
         cheap = base + float(U.max()) + tail[k] + room
@@ -136,7 +137,10 @@ def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target
             return
         if U.size * 1.5 ** U.ndim <= leaf:  # about the refined grid's size (2 L - 1 per axis of L ends)
             grid = grid_values(U, widths[k:], kappa[k:]) + base
-            state["figure"] = max(state["figure"], float(grid.max()) + room)
+            top = np.unravel_index(int(np.argmax(grid)), grid.shape)
+            if float(grid[top]) + room > state["figure"]:  # its refined-grid index: 2 i an end, 2 i + 1 a middle
+                state["where"] = tuple(2 * c[0] + (len(c) - 1) for c in corners) + tuple(int(t) for t in top)
+            state["figure"] = max(state["figure"], float(grid[top]) + room)
             over = np.argwhere(grid > target - room)
             if len(over) and sum(len(h) for h in state["hot"]) < GRID_ENTRIES:
                 for w in over[np.argsort(-grid[tuple(over.T)])[:GRID_ENTRIES]]:
@@ -154,7 +158,7 @@ def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target
         levels = [c[0] if len(c) == 1 and isinstance(c[0], tuple) else c for c in corners]
         for idx in itertools.product(*[lv if isinstance(lv, tuple) else tuple(lv) for lv in levels]):
             hot.add(int(np.ravel_multi_index(idx, values.shape)))
-    return state["figure"], np.array(sorted(hot), dtype=int)
+    return state["figure"], np.array(sorted(hot), dtype=int), state["where"]
 
 
 GRID_ENTRIES = 4096  # the largest this many refined-grid entries above the target, per sub-box, give their ends

@@ -130,14 +130,28 @@ class Row:
         self.t1, self.tf, self.tC = er[task.TRIGGER_FLAG], er[task.content_flag(d)], er[P.C]
         self.k = r - task.CONTENT_START if r in P.C else None  # the row's own content coordinate
         self.kappa = trigger_grid.curvature(P, self)
-        self.levels = [np.linspace(-1.0, 1.0, p + 1) for p in pieces(self.kappa, scale)]
-        self.widths = np.array([lv[1] - lv[0] for lv in self.levels])
-        self.pts = np.array(list(itertools.product(*self.levels)))  # [points, n], the last coordinate fastest
+        self._grid([np.linspace(-1.0, 1.0, p + 1) for p in pieces(self.kappa, scale)])
+
+    def _grid(self, levels: list[np.ndarray]) -> None:
+        """The points (every combination of the coordinates' levels) and their pieces."""
+        P = self.P
+        self.levels = levels
+        self.shape = [len(lv) for lv in levels]
+        self.widths = np.array([lv[1] - lv[0] for lv in levels])
+        self.pts = np.array(list(itertools.product(*levels)))  # [points, n], the last coordinate fastest
         self.beta = P.b + self.pts @ P.N  # [points, n]: beta(q) = b + N^T q
         self.betaT = np.ascontiguousarray(self.beta.T)  # [n, points]
         self.w = P.weights(self.pts)
         self.W = (self.w["bos"][0] + self.w["own"][0], self.w["bos"][1] + self.w["own"][1])  # BOS + own weights
         self.vo, self.to = self.v1 + self.pts @ self.vC, self.t1 + self.pts @ self.tC  # own value, own target
+
+    def halve(self, axis: int) -> np.ndarray:
+        """Halve every piece of coordinate ``axis`` (its midpoints become levels); the old points'
+        indices among the new."""
+        old = np.unravel_index(np.arange(len(self.pts)), self.shape)
+        lv = self.levels[axis]
+        self._grid(self.levels[:axis] + [np.sort(np.concatenate([lv, (lv[:-1] + lv[1:]) / 2]))] + self.levels[axis + 1:])
+        return np.ravel_multi_index(tuple(2 * o if a == axis else o for a, o in enumerate(old)), self.shape)
 
     def _ends(self, L, Xa, Xb, idx):
         """Per cell end: rho and lambda D (its tangent in rho where lambda < 0), at the points ``idx``
@@ -308,26 +322,31 @@ class Row:
 def row_bound(P: Position, r: int, s: int, start, target: float, scale: float | None = None) -> dict[str, Any]:
     """Certified bound on s E_r at trigger position P.j over every input (every trigger content).
 
-    Every grid point gets a bound in rising precision while it is above ``target`` (``STAGES``):
-    screened with multipliers fitted at the start content (8 equal cells of X); screened with the
-    start's multipliers after ``REF_SPLITS`` halvings, lambda searched per point and cell; its own
-    bound after ``REF_SPLITS`` halvings; after ``POINT_SPLITS``. Then, while ``trigger_grid``'s
-    bound is above the target, the points that its largest entries average go one stage further
-    (their bounds at a stage are then computed in full, whatever the target)."""
+    Every grid point gets a bound in rising precision while it is above ``target``: screened with
+    multipliers fitted at the start content (8 equal cells of X); screened with the start's
+    multipliers after ``REF_SPLITS`` halvings, lambda searched per point and cell (fitted again at
+    the largest point while many stay above the target); its own bound after ``REF_SPLITS``
+    halvings; after ``POINT_SPLITS``. Then, while ``trigger_grid``'s bound is above the target, the
+    points that its entries above the target average go one stage further (computed in full,
+    whatever the target); and where every point is below the target but the bound is not, the
+    coordinate whose midpoint term its largest entry carries most is cut finer (``Row.halve``; the
+    new points start again)."""
     if scale is None:  # the size of the row's error, for the grid's pieces: the target, else the box relaxation
         scale = target if target > 0 else error.trigger_bound_rows(P.h, P.j, -np.ones(P.n), np.ones(P.n), P.ranges)[(r, s)]
     row = Row(P, r, s, scale)
     kappa = row.kappa
-    n_pts, shape = len(row.pts), [len(lv) for lv in row.levels]
-    if P.m == 1:  # one content key: every point's exact bound (no cells, no stages)
-        bound, stage, computed = row.single_key(np.arange(n_pts)), np.full(n_pts, 3), [n_pts, 0, 0, 0]
-    else:
+    computed = [0, 0, 0, 0]
+    if P.m > 1:
         p0 = int(np.argmin(np.abs(row.pts - np.asarray(start)).sum(axis=1)))  # the point nearest the start content
         coarse, _ = row.fit(p0, 0)
         fitted, own0 = row.fit(p0, REF_SPLITS)
-        bound, stage = row.screen(np.arange(n_pts), coarse), np.zeros(n_pts, dtype=int)
-        bound[p0] = min(bound[p0], own0)
-        computed = [n_pts, 0, 0, 0]
+
+    def first(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds and stages of new points: with one content key their exact bound, else screened."""
+        computed[0] += len(idx)
+        if P.m == 1:
+            return row.single_key(idx), np.full(len(idx), 3)
+        return row.screen(idx, coarse), np.zeros(len(idx), dtype=int)
 
     def advance(idx: np.ndarray, stop: float) -> None:
         """Each point of ``idx`` one stage further."""
@@ -341,29 +360,47 @@ def row_bound(P: Position, r: int, s: int, start, target: float, scale: float | 
                 bound[todo], stage[todo] = np.minimum(bound[todo], new), st
                 computed[st] += len(todo)
 
-    advance(np.flatnonzero(bound > target), target)
-    for _ in range(MAX_REFITS):  # while many points stay above the target, fit again at the largest
-        above = np.flatnonzero((bound > target) & (stage == 1))
-        if len(above) <= FEW:
+    def settle() -> tuple[float, tuple | None]:
+        advance(np.flatnonzero(bound > target), target)
+        for _ in range(MAX_REFITS):  # while many points stay above the target, fit again at the largest
+            above = np.flatnonzero((bound > target) & (stage == 1))
+            if len(above) <= FEW:
+                break
+            p = int(above[np.argmax(bound[above])])
+            refit, own = row.fit(p, REF_SPLITS)
+            bound[p] = min(bound[p], own)
+            bound[above] = np.minimum(bound[above], row.screen(above, refit, SCREEN_STEPS))
+            computed[1] += len(above)
+        for st in (2, 3):
+            advance(np.flatnonzero((bound > target) & (stage == st - 1)), target)
+        for _ in range(GRID_ROUNDS):
+            figure, hot, where = trigger_grid.bound_over(bound.reshape(row.shape), row.widths, kappa, target)
+            hot = hot[stage[hot] < len(computed) - 1]
+            if figure <= target or not len(hot):
+                return figure, where
+            advance(hot, -np.inf)
+        return trigger_grid.bound_over(bound.reshape(row.shape), row.widths, kappa, target)[::2]
+
+    bound, stage = first(np.arange(len(row.pts)))
+    if P.m > 1:
+        bound[p0] = min(bound[p0], own0)
+    figure, where = settle()
+    for _ in range(MAX_HALVINGS):
+        mids = [a for a, g in enumerate(where or ()) if g % 2]  # the coordinates where the largest entry is a midpoint
+        if figure <= target or bound.max() > target or not mids:  # finer pieces help where only the remainder is above
             break
-        p = int(above[np.argmax(bound[above])])
-        refit, own = row.fit(p, REF_SPLITS)
-        bound[p] = min(bound[p], own)
-        bound[above] = np.minimum(bound[above], row.screen(above, refit, SCREEN_STEPS))
-        computed[1] += len(above)
-    for st in (2, 3):
-        advance(np.flatnonzero((bound > target) & (stage == st - 1)), target)
-    for _ in range(GRID_ROUNDS):
-        figure, hot = trigger_grid.bound_over(bound.reshape(shape), row.widths, kappa, target)
-        hot = hot[stage[hot] < len(computed) - 1]
-        if figure <= target or not len(hot):
+        axis = max(mids, key=lambda a: kappa[a] * row.widths[a] ** 2)
+        if len(row.pts) * (2 * row.shape[axis] - 1) / row.shape[axis] > MAX_POINTS:
             break
-        advance(hot, -np.inf)
-    else:
-        figure, _ = trigger_grid.bound_over(bound.reshape(shape), row.widths, kappa, target)
+        old, kept = row.halve(axis), (bound, stage)
+        fresh = np.setdiff1d(np.arange(len(row.pts)), old)
+        bound, stage = np.empty(len(row.pts)), np.empty(len(row.pts), dtype=int)
+        bound[old], stage[old] = kept
+        bound[fresh], stage[fresh] = first(fresh)
+        figure, where = settle()
     top = int(bound.argmax())
     return {"bound": figure, "coordinate": r, "sign": s, "largest_point": float(bound[top]),
-            "worst_point": [float(v) for v in row.pts[top]], "points": n_pts, "computed": computed,
+            "worst_point": [float(v) for v in row.pts[top]], "points": len(row.pts), "computed": computed,
             "remainder": figure - float(bound.max())}
 
 
@@ -373,6 +410,7 @@ POINT_SPLITS = 48  # halvings in a point's last bound
 MAX_REFITS = 16  # fits at other points while more than FEW points stay above the target after screening
 FEW = 8
 GRID_ROUNDS = 4  # rounds of refining the points that carry the grid bound's entries above the target
+MAX_HALVINGS = 6  # coordinates cut finer where the grid bound's largest entry is a midpoint
 
 
 def position_bound(h: heads.Head, j: int, start, target: float, ranges: dict | None = None) -> dict[str, Any]:
