@@ -114,8 +114,9 @@ def grid_bound(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray) -> tup
 def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target: float,
                leaf: int = 2 ** 14) -> tuple[float, np.ndarray, tuple | None]:
     """``grid_bound``'s figure without the whole refined grid; the flat indices (into ``values``) of
-    the ends that the refined-grid entries above ``target`` average (at most GRID_ENTRIES entries);
-    and the refined-grid index of the largest entry computed (None if every part was skipped).
+    ends to refine: of the HOT_ENTRIES largest refined-grid entries above ``target`` met, each one's
+    largest HOT_CORNERS ends; and the refined-grid index of the largest entry computed (None if every
+    part was skipped).
 
     The refined grid along one axis is its ends, and the middles of consecutive ends plus that
     axis's term kappa w^2 / 4: so its largest entry is the largest over the axis's children (the
@@ -130,38 +131,37 @@ def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target
     tail = np.concatenate([np.cumsum(adds[::-1])[::-1], [0.0]])  # tail[k]: the terms of axes k.. n-1
     state = {"figure": -np.inf, "hot": [], "where": None}
 
-    def visit(U: np.ndarray, base: float, k: int, corners: list) -> None:
+    def visit(U: np.ndarray, base: float, k: int, path: list[tuple[int, ...]]) -> None:
         cheap = base + float(U.max()) + tail[k] + room
         if cheap <= max(target, state["figure"]):
-            state["figure"] = max(state["figure"], min(cheap, max(target, state["figure"])))
+            state["figure"] = max(state["figure"], cheap)
             return
         if U.size * 1.5 ** U.ndim <= leaf:  # about the refined grid's size (2 L - 1 per axis of L ends)
             grid = grid_values(U, widths[k:], kappa[k:]) + base
             top = np.unravel_index(int(np.argmax(grid)), grid.shape)
             if float(grid[top]) + room > state["figure"]:  # its refined-grid index: 2 i an end, 2 i + 1 a middle
-                state["where"] = tuple(2 * c[0] + (len(c) - 1) for c in corners) + tuple(int(t) for t in top)
+                state["where"] = tuple(2 * c[0] + (len(c) - 1) for c in path) + tuple(int(t) for t in top)
             state["figure"] = max(state["figure"], float(grid[top]) + room)
             over = np.argwhere(grid > target - room)
-            if len(over) and sum(len(h) for h in state["hot"]) < GRID_ENTRIES:
-                for w in over[np.argsort(-grid[tuple(over.T)])[:GRID_ENTRIES]]:
-                    state["hot"].append(corners + [[(g // 2,) if g % 2 == 0 else (g // 2, g // 2 + 1)] for g in w])
+            for w in over[np.argsort(-grid[tuple(over.T)])[:HOT_ENTRIES]]:
+                state["hot"].append((float(grid[tuple(w)]), path + [(g // 2,) if g % 2 == 0 else (g // 2, g // 2 + 1) for g in w]))
             return
         L = U.shape[0]
         children = [(U[i], base, [(i,)]) for i in range(L)]
         children += [((U[i] + U[i + 1]) / 2, base + adds[k], [(i, i + 1)]) for i in range(L - 1)]
         for A, b, c in sorted(children, key=lambda t: -(t[1] + float(t[0].max()))):
-            visit(A, b, k + 1, corners + c)
+            visit(A, b, k + 1, path + c)
 
     visit(values.astype(float), 0.0, 0, [])
-    hot = set()
-    for corners in state["hot"]:
-        levels = [c[0] if len(c) == 1 and isinstance(c[0], tuple) else c for c in corners]
-        for idx in itertools.product(*[lv if isinstance(lv, tuple) else tuple(lv) for lv in levels]):
-            hot.add(int(np.ravel_multi_index(idx, values.shape)))
-    return state["figure"], np.array(sorted(hot), dtype=int), state["where"]
+    hot = []
+    for _, levels in sorted(state["hot"], key=lambda t: -t[0])[:HOT_ENTRIES]:  # the largest entries overall
+        ends = np.ravel_multi_index(np.meshgrid(*levels, indexing="ij"), values.shape).ravel()
+        hot.append(ends[np.argsort(-values.ravel()[ends])[:HOT_CORNERS]])
+    return state["figure"], (np.unique(np.concatenate(hot)) if hot else np.zeros(0, dtype=int)), state["where"]
 
 
-GRID_ENTRIES = 4096  # the largest this many refined-grid entries above the target, per sub-box, give their ends
+HOT_ENTRIES = 64  # refined-grid entries above the target whose ends are refined,
+HOT_CORNERS = 16  # ... each one's largest ends
 
 
 def support(where: np.ndarray, shape) -> np.ndarray:

@@ -378,17 +378,21 @@ def row_bound(P: Position, r: int, s: int, start, target: float, scale: float | 
             hot = hot[stage[hot] < len(computed) - 1]
             if figure <= target or not len(hot):
                 return figure, where
-            advance(hot, -np.inf)
+            advance(hot[np.argsort(-bound[hot])[:HOT_POINTS]], -np.inf)
         return trigger_grid.bound_over(bound.reshape(row.shape), row.widths, kappa, target)[::2]
 
     bound, stage = first(np.arange(len(row.pts)))
     if P.m > 1:
         bound[p0] = min(bound[p0], own0)
     figure, where = settle()
+    excess = np.inf
     for _ in range(MAX_HALVINGS):
         mids = [a for a, g in enumerate(where or ()) if g % 2]  # the coordinates where the largest entry is a midpoint
         if figure <= target or bound.max() > target or not mids:  # finer pieces help where only the remainder is above
             break
+        if figure - target > (1 - HALVING_GAIN) * excess:  # the last halving took less than HALVING_GAIN of the excess
+            break
+        excess = figure - target
         axis = max(mids, key=lambda a: kappa[a] * row.widths[a] ** 2)
         if len(row.pts) * (2 * row.shape[axis] - 1) / row.shape[axis] > MAX_POINTS:
             break
@@ -410,7 +414,9 @@ POINT_SPLITS = 48  # halvings in a point's last bound
 MAX_REFITS = 16  # fits at other points while more than FEW points stay above the target after screening
 FEW = 8
 GRID_ROUNDS = 4  # rounds of refining the points that carry the grid bound's entries above the target
-MAX_HALVINGS = 6  # coordinates cut finer where the grid bound's largest entry is a midpoint
+MAX_HALVINGS = 6  # coordinates cut finer where the grid bound's largest entry is a midpoint,
+HALVING_GAIN = 0.2  # ... while each cut takes at least this share of the excess over the target
+HOT_POINTS = 512  # points refined per grid round (the largest of those its entries above the target average)
 
 
 def position_bound(h: heads.Head, j: int, start, target: float, ranges: dict | None = None) -> dict[str, Any]:
