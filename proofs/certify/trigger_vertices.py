@@ -415,8 +415,8 @@ MAX_REFITS = 16  # fits at other points while more than FEW points stay above th
 FEW = 8
 GRID_ROUNDS = 4  # rounds of refining the points that carry the grid bound's entries above the target
 MAX_HALVINGS = 6  # coordinates cut finer where the grid bound's largest entry is a midpoint,
-HALVING_GAIN = 0.2  # ... while each cut takes at least this share of the excess over the target
-HOT_POINTS = 512  # points refined per grid round (the largest of those its entries above the target average)
+HALVING_GAIN = 0.1  # ... while each cut takes at least this share of the excess over the target
+HOT_POINTS = 2048  # points refined per grid round (the largest of those its entries above the target average)
 
 
 def position_bound(h: heads.Head, j: int, start, target: float, ranges: dict | None = None) -> dict[str, Any]:
