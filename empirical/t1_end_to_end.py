@@ -207,8 +207,6 @@ def draw(results: list[dict], path: Path) -> Path:
     """1 - a_i0 against the query position (log scale), per seed: the certified worst case over
     every input, T1 (a) f_pre(eta_up) (before the trigger), T1 (b) f_all(eta_up), and the
     per-example bound's worst case on the evaluation set."""
-    import numpy as np
-
     from empirical.figures import _plt, save_png
 
     plt = _plt()
