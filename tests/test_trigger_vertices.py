@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from constructions import reference, task
-from proofs.certify import error, heads, trigger_grid, trigger_vertices as tv
+from proofs.certify import error, heads, trigger_grid, trigger_points as tp, trigger_vertices as tv
 from tests.test_trigger_dual import _grid, head_net, signed_errors
 
 
@@ -28,8 +28,8 @@ def brute_rows(h, j, qgrid, kgrid) -> np.ndarray:
 
 def position_and_row(d=5, j=3, seed=0, scale=0.05, r=task.CONTENT_START, s=1, target=-np.inf):
     h = heads.head_maps(head_net(d, seed, scale, scale / 10))
-    P = tv.Position(h, j)
-    return P, tv.Row(P, r, s, 1.0)
+    P = tp.Position(h, j)
+    return P, tp.Row(P, r, s, 1.0)
 
 
 @pytest.mark.parametrize("d,j,seed,scale", [(5, 3, 0, 0.02), (4, 4, 2, 0.3), (5, 3, 1, 0.3), (5, 2, 3, 0.3), (4, 2, 5, 1.0)])
@@ -38,7 +38,7 @@ def test_row_bounds_hold_over_every_trigger_content(d, j, seed, scale):
     n = d - 3
     qgrid = _grid(n, 41 if n == 1 else 13)  # the inside of the box included
     brute = brute_rows(h, j, qgrid, _grid(n, 41 if n == 1 else 7))
-    P = tv.Position(h, j)
+    P = tp.Position(h, j)
     for r in range(d):
         for i, s in enumerate((1, -1)):
             assert tv.row_bound(P, r, s, np.zeros(n), 0.0)["bound"] >= brute[i, r]
@@ -60,12 +60,12 @@ def interior_peak_head():
 
 
 def test_the_curvature_remainder_covers_a_peak_inside_the_box(monkeypatch):
-    monkeypatch.setattr(tv, "PIECES", (1,))  # the vertices only: the remainder alone covers the inside
+    monkeypatch.setattr(tp, "PIECES", (1,))  # the vertices only: the remainder alone covers the inside
     h, j, r = interior_peak_head(), 3, task.TRIGGER_FLAG
     inside = brute_rows(h, j, _grid(1, 161), _grid(1, 41))[0, r]
     at_vertices = brute_rows(h, j, np.array([[-1.0], [1.0]]), _grid(1, 41))[0, r]
     assert inside > at_vertices + 0.4  # measured 0.325 against -0.19
-    P = tv.Position(h, j)
+    P = tp.Position(h, j)
     out = tv.row_bound(P, r, 1, np.zeros(1), -np.inf)
     assert out["bound"] >= inside
     assert out["largest_point"] < inside  # the points alone (the vertices) do not cover it: the remainder does
@@ -79,7 +79,7 @@ def test_the_curvature_bound_holds_against_finite_differences(d, seed, scale):
     h = heads.head_maps(head_net(d, seed, scale, scale))
     n, j, step = d - 3, 4, 1e-3
     rng = np.random.default_rng(seed)
-    P = tv.Position(h, j)
+    P = tp.Position(h, j)
     worst = np.zeros((2, d, n))
     for _ in range(60):
         q = rng.uniform(-1 + step, 1 - step, n)
@@ -92,7 +92,7 @@ def test_the_curvature_bound_holds_against_finite_differences(d, seed, scale):
     ratio = 0.0
     for r in range(d):
         for k, s in enumerate((1, -1)):
-            kappa = tv.Row(P, r, s, 1.0).kappa
+            kappa = tp.Row(P, r, s, 1.0).kappa
             assert (worst[k, r] >= -kappa - 1e-6).all()
             ratio = max(ratio, float((-worst[k, r] / kappa).max()))
     assert ratio > 0.02  # measured 0.046, 0.05+ (random inputs, not the worst ones)
@@ -130,7 +130,7 @@ def test_tighter_than_the_box_relaxation_on_a_near_uniform_head():
     h = heads.head_maps(head_net(d, 4, 0.02, 0.02))
     box = error.trigger_bound_rows(h, j, -np.ones(2), np.ones(2), error.whole_box_ranges(h))
     r, s = max(box, key=box.get)
-    P = tv.Position(h, j)
+    P = tp.Position(h, j)
     vertex = tv.row_bound(P, r, s, np.zeros(2), -np.inf)["bound"]
     brute = brute_rows(h, j, _grid(2, 9), _grid(2, 5))[(1, -1).index(s), r]
     assert brute <= vertex < box[(r, s)]
@@ -141,10 +141,10 @@ def test_refuses_other_kinds_and_large_n():
     net = head_net(4, 0, 0.1, 0.0)
     h = heads.head_maps(reference.Network("sigmoid_norm", net.layers))
     with pytest.raises(ValueError, match="softmax"):
-        tv.Position(h, 3)
-    big = heads.head_maps(head_net(tv.MAX_N + 4, 0, 0.01, 0.0))
+        tp.Position(h, 3)
+    big = heads.head_maps(head_net(tp.MAX_N + 4, 0, 0.01, 0.0))
     with pytest.raises(ValueError, match="2\\^n"):
-        tv.Position(big, 3)
+        tp.Position(big, 3)
 
 
 def test_tightened_eta_takes_the_smaller_part_per_position():

@@ -14,11 +14,11 @@ from typing import Any
 
 from constructions import reference
 
-from . import error, heads, trigger_vertices, witness
+from . import error, heads, trigger_points, trigger_vertices, witness
 
 
 def vertex_applies(h: heads.Head) -> bool:
-    return h.kind == "softmax" and h.n <= trigger_vertices.MAX_N
+    return h.kind == "softmax" and h.n <= trigger_points.MAX_N
 
 
 def bracket(net: reference.Network, h: heads.Head, L: int, sink_rows: list[dict], vertex: bool = True) -> dict[str, Any]:
