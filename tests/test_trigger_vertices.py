@@ -43,6 +43,36 @@ def test_row_bounds_hold_over_every_trigger_content(d, j, seed, scale):
         for i, s in enumerate((1, -1)):
             assert tv.row_bound(P, r, s, np.zeros(n), 0.0)["bound"] >= brute[i, r]
     assert tv.position_bound(h, j, np.zeros(n), 0.0)["bound"] >= brute.max()
+    start, target = np.ones(n), 0.5 * brute.max()  # fitted at a vertex; a target the points may meet
+    for r in range(d):
+        for i, s in enumerate((1, -1)):
+            assert tv.row_bound(P, r, s, start, target)["bound"] >= brute[i, r]
+
+
+def test_the_centre_refit_is_taken_where_only_the_remainders_are_above_the_target(monkeypatch):
+    """row_bound fits again at the centre when the figure is above the target and every point below
+    it, and keeps the smaller figure; not when a point is above the target."""
+    calls = []
+
+    def fake(records):
+        def fitted_bound(P, r, s, start, target, scale=None):
+            calls.append("centre" if not np.any(start) else "witness")
+            return dict(records[calls[-1]])
+        return fitted_bound
+
+    P = type("P", (), {"n": 2})()
+    monkeypatch.setattr(tv, "fitted_bound", fake({"witness": {"bound": 2.0, "largest_point": 0.5},
+                                                  "centre": {"bound": 1.0, "largest_point": 0.4}}))
+    out = tv.row_bound(P, 0, 1, np.ones(2), 1.5)
+    assert (out["bound"], out["start"], calls) == (1.0, "centre", ["witness", "centre"])
+    calls.clear()
+    assert tv.row_bound(P, 0, 1, np.ones(2), 0.45)["start"] == "witness" and calls == ["witness"]  # a point above
+    calls.clear()
+    assert tv.row_bound(P, 0, 1, np.ones(2), 2.5)["bound"] == 2.0 and calls == ["witness"]  # met already
+    monkeypatch.setattr(tv, "fitted_bound", fake({"witness": {"bound": 2.0, "largest_point": 0.5},
+                                                  "centre": {"bound": 3.0, "largest_point": 0.4}}))
+    calls.clear()
+    assert tv.row_bound(P, 0, 1, np.ones(2), 1.5)["bound"] == 2.0 and calls == ["witness", "centre"]  # the smaller
 
 
 def _matrix(a):
