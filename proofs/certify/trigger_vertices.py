@@ -20,7 +20,8 @@ error's curvature in q is small (``trigger_grid.curvature``): the bound over the
 multilinear interpolation of the point bounds plus a remainder at the midpoints
 (``trigger_grid.bound_over``); while that is above the target the points it averages there are
 refined further, and where every point is below the target but the bound is not, the coordinate
-the remainder comes from is cut finer (``Row.halve``).
+the remainder comes from is cut finer (``Row.halve``). If the remainders still decide, the row
+starts again fitted at the box's centre (``row_bound``).
 """
 
 from __future__ import annotations
