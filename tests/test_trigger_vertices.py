@@ -56,23 +56,23 @@ def test_the_centre_refit_is_taken_where_only_the_remainders_are_above_the_targe
 
     def fake(records):
         def fitted_bound(P, r, s, start, target, scale=None):
-            calls.append("centre" if not np.any(start) else "witness")
+            calls.append("centre" if not np.any(start) else "start")
             return dict(records[calls[-1]])
         return fitted_bound
 
     P = type("P", (), {"n": 2})()
-    monkeypatch.setattr(tv, "fitted_bound", fake({"witness": {"bound": 2.0, "largest_point": 0.5},
+    monkeypatch.setattr(tv, "fitted_bound", fake({"start": {"bound": 2.0, "largest_point": 0.5},
                                                   "centre": {"bound": 1.0, "largest_point": 0.4}}))
     out = tv.row_bound(P, 0, 1, np.ones(2), 1.5)
-    assert (out["bound"], out["start"], calls) == (1.0, "centre", ["witness", "centre"])
+    assert (out["bound"], out["fitted_at"], calls) == (1.0, "centre", ["start", "centre"])
     calls.clear()
-    assert tv.row_bound(P, 0, 1, np.ones(2), 0.45)["start"] == "witness" and calls == ["witness"]  # a point above
+    assert tv.row_bound(P, 0, 1, np.ones(2), 0.45)["fitted_at"] == "start" and calls == ["start"]  # a point above
     calls.clear()
-    assert tv.row_bound(P, 0, 1, np.ones(2), 2.5)["bound"] == 2.0 and calls == ["witness"]  # met already
-    monkeypatch.setattr(tv, "fitted_bound", fake({"witness": {"bound": 2.0, "largest_point": 0.5},
+    assert tv.row_bound(P, 0, 1, np.ones(2), 2.5)["bound"] == 2.0 and calls == ["start"]  # met already
+    monkeypatch.setattr(tv, "fitted_bound", fake({"start": {"bound": 2.0, "largest_point": 0.5},
                                                   "centre": {"bound": 3.0, "largest_point": 0.4}}))
     calls.clear()
-    assert tv.row_bound(P, 0, 1, np.ones(2), 1.5)["bound"] == 2.0 and calls == ["witness", "centre"]  # the smaller
+    assert tv.row_bound(P, 0, 1, np.ones(2), 1.5)["bound"] == 2.0 and calls == ["start", "centre"]  # the smaller
 
 
 def _matrix(a):

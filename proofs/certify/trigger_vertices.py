@@ -45,13 +45,12 @@ def row_bound(P: Position, r: int, s: int, start, target: float, scale: float | 
     search's content screen its neighbourhood tightly and the far vertices loosely: many points then
     sit just below the target and the remainders between them add up; fitted at the centre, every
     vertex is as near (reference seed 3 of the published run: 1.138 -> 1.087)."""
-    out = fitted_bound(P, r, s, start, target, scale)
-    out["start"] = "witness"
+    out = {**fitted_bound(P, r, s, start, target, scale), "fitted_at": "start"}
     centre = np.zeros(P.n)
     if out["bound"] > target >= out["largest_point"] and np.any(np.asarray(start) != centre):
         again = fitted_bound(P, r, s, centre, target, scale)
         if again["bound"] < out["bound"]:
-            out = {**again, "start": "centre"}
+            out = {**again, "fitted_at": "centre"}
     return out
 
 
