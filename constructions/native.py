@@ -1,6 +1,6 @@
 """Compile a C or C++ source for this host, once, and cache the library (for ``ctypes``).
 
-Shared by the training kernel (``empirical/compiled``) and the certificates' inner loops
+Shared by the training kernel (``empirical/training/compiled``) and the certificates' inner loops
 (``proofs/certify/native.py``). The library is named ``<stem>-<hash>.so`` in the caller's folder
 under the host cache (``$SINKS_CACHE_DIR``, default ``~/.cache/attention-sinks-verified``); the
 hash covers the source, the flags, the compiler and its version, the CPU model and the number of

@@ -116,7 +116,7 @@ def check_one_head_per_layer() -> Verdict:
         ev.step(False, "general weights (layer-2 scores that read contents, value maps that mix coordinates, error "
                        "-> 0 inside F): neither proof nor counterexample; optimisers over 2 x 1 weights with the "
                        "non-trigger BOS mass capped stall (proofs/README.md), and trained 2 x 1 stacks sink "
-                       "(empirical/README.md)")
+                       "(empirical/training/README.md)")
         ev.case("one softmax head per layer, N >= 2 residual layers")
 
     return timed("t2_one_head_per_layer", "(b) with one softmax head per layer and N >= 2 residual layers, some head's "

@@ -3,7 +3,7 @@ import os
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-# The reference formulation of the layer's products (empirical.formulations): no start-up
+# The reference formulation of the layer's products (empirical.training.formulations): no start-up
 # measurement in the suite; tests/test_formulations.py runs every formulation and the choice.
 os.environ.setdefault("SINKS_FORMULATION", "bmm")
 

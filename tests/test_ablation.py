@@ -1,4 +1,4 @@
-"""Functional sinks (``empirical.ablation``): the two BOS ablations on hand-checkable patterns, on
+"""Functional sinks (``empirical.analysis.ablation``): the two BOS ablations on hand-checkable patterns, on
 the explicit constructions (whose answers are known: the softmax sink is relied on, its BOS value
 is already 0, the ReLU head has no sink to remove), on a stored training run, and the pinned
 threshold."""
@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from constructions import relu_head, softmax_head, task
-from empirical import ablation
-from empirical.model import from_network
-from empirical.train import TrainConfig, train
+from empirical.analysis import ablation
+from empirical.training import bos_edits
+from empirical.training.model import from_network
+from empirical.training.train import TrainConfig, train
 
 
 def _softmax(scores, mask):
@@ -21,7 +22,7 @@ def test_removing_bos_is_the_softmax_over_the_other_keys_and_keeps_relu_row_tota
     L = 6
     scores = torch.randn(2, 3, 2, L, L, generator=g, dtype=torch.float64)  # [E, B, H, L, L]
     mask = torch.ones(L, L, dtype=torch.bool).tril()
-    out = ablation.remove_bos(_softmax(scores, mask), head=1)
+    out = bos_edits.remove_bos(_softmax(scores, mask), head=1)
     no_bos = mask.clone()
     no_bos[1:, 0] = False
     want = _softmax(scores[:, :, 1], no_bos)
@@ -30,11 +31,11 @@ def test_removing_bos_is_the_softmax_over_the_other_keys_and_keeps_relu_row_tota
     assert torch.equal(out[:, :, 0], _softmax(scores, mask)[:, :, 0])  # other head untouched
     only = torch.zeros(3, L, dtype=torch.bool)
     only[:, 2] = True  # one query per sequence
-    part = ablation.remove_bos(_softmax(scores, mask), head=1, queries=only)
+    part = bos_edits.remove_bos(_softmax(scores, mask), head=1, queries=only)
     assert torch.equal(part[:, :, 1, 2], out[:, :, 1, 2])
     assert torch.equal(part[:, :, 1, 3:], _softmax(scores, mask)[:, :, 1, 3:])
     relu = torch.relu(scores) * mask
-    cut = ablation.remove_bos(relu, head=0)
+    cut = bos_edits.remove_bos(relu, head=0)
     rest = relu[..., 0, 1:, 1:].sum(-1)
     keeps = rest > 0
     assert torch.allclose(cut[..., 0, 1:, :].sum(-1)[keeps], relu[..., 0, 1:, :].sum(-1)[keeps], atol=1e-14)
@@ -43,7 +44,7 @@ def test_removing_bos_is_the_softmax_over_the_other_keys_and_keeps_relu_row_tota
 
 def test_zeroing_bos_value_touches_only_that_head_and_position():
     v = torch.randn(2, 4, 5, 3, 7, dtype=torch.float64)  # [E, B, L, H, d]
-    out = ablation.zero_bos_value(v, head=2)
+    out = bos_edits.zero_bos_value(v, head=2)
     assert torch.all(out[..., 0, 2, :] == 0)
     mask = torch.ones_like(v, dtype=torch.bool)
     mask[..., 0, 2, :] = False

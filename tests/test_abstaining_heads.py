@@ -11,7 +11,7 @@ import torch
 from constructions import abstaining_heads as A
 from constructions import reference, task
 from constructions.errors import BadInput
-from empirical import model as M
+from empirical.training import model as M
 
 
 @pytest.mark.parametrize("name", list(A.CONSTRUCTIONS))

@@ -7,22 +7,22 @@ import torch
 
 from constructions import attention, task
 from constructions.errors import BadInput
-from empirical import beyond
-from empirical.cli import main
-from empirical.parts import beyond as part
+from empirical.analysis import beyond_runs
+from empirical.pipeline.cli import main
+from empirical.pipeline.parts import beyond as part
 
 
 
 
 def _summary(run, seeds=(0,)):
-    return beyond.summarise(run, beyond.train_run(run, seeds))
+    return beyond_runs.summarise(run, beyond_runs.train_run(run, seeds))
 
 
 def test_sigmoid_norm_is_predicted_and_observed_to_sink():
     kind = attention.get("sigmoid_norm")
     assert kind.normalised and not kind.can_abstain
     text, check = part.predict("sigmoid_norm", "reference")
-    run = beyond.BeyondRun("sigmoid_norm", "reference", max_steps=2500, eval_sequences=100, d=8, L=8)
+    run = beyond_runs.BeyondRun("sigmoid_norm", "reference", max_steps=2500, eval_sequences=100, d=8, L=8)
     s = _summary(run)
     assert s["converged"] == 1 and s["error_max"] < 0.01
     assert s["sink_min"] > part.SINK and check(s), s  # BOS mass at non-trigger queries
@@ -32,21 +32,21 @@ def test_a_kind_that_can_abstain_does_not_need_bos_and_softmax_does():
     """Without BOS (position 0 an ordinary content token) softmax1 reaches the stop rule with
     ~no mass on position 0 and ~no row mass at non-trigger queries; softmax cannot."""
     assert attention.get("softmax1").can_abstain
-    s1 = _summary(beyond.BeyondRun("softmax1", "no_bos", max_steps=2500, eval_sequences=100, d=8, L=8))
+    s1 = _summary(beyond_runs.BeyondRun("softmax1", "no_bos", max_steps=2500, eval_sequences=100, d=8, L=8))
     assert s1["converged"] == 1 and s1["error_max"] < 0.01
     assert s1["sink_mean"] < 0.01 and s1["row_mass_mean"] < 0.01
-    sm = _summary(beyond.BeyondRun("softmax", "no_bos", max_steps=300, eval_sequences=100, d=8, L=8))
+    sm = _summary(beyond_runs.BeyondRun("softmax", "no_bos", max_steps=300, eval_sequences=100, d=8, L=8))
     assert sm["converged"] == 0 and sm["error_median"] > 0.1
     assert part.predict("softmax1", "no_bos")[1](s1) and part.predict("softmax", "no_bos")[1](sm)
 
 
 def test_variant_train_config_trains_at_L_and_evaluates_at_eval_L():
-    cfg = beyond.BeyondRun("relu", "length64").train_config((0, 1))
+    cfg = beyond_runs.BeyondRun("relu", "length64").train_config((0, 1))
     assert cfg.task().L == 16 and cfg.task().trigger is None
     assert cfg.task(trigger=7).L == 64 and cfg.task(trigger=7).trigger is None  # random triggers at 64
-    nb = beyond.BeyondRun("softmax", "no_bos").train_config((0,))
+    nb = beyond_runs.BeyondRun("softmax", "no_bos").train_config((0,))
     assert nb.task(trigger=7) == task.TaskConfig(trigger=7, bos=False)
-    assert beyond.BeyondRun("softmax", "triggers3").train_config((0,)).task(trigger=7).triggers == 3
+    assert beyond_runs.BeyondRun("softmax", "triggers3").train_config((0,)).task(trigger=7).triggers == 3
     assert not cfg.bound_applies
 
 
@@ -119,15 +119,15 @@ def test_plans_from_config_files_are_validated(tmp_path):
         files.config_from_dict(part.Plan, {"kinds": ["gated"], "variants": ["length32"]})
     with pytest.raises(BadInput, match="unknown field"):
         files.config_from_dict(part.Plan, {"kinds": ["gated"], "variants": ["reference"], "colour": 1})
-    for variant in beyond.VARIANTS:  # every named variant builds a valid training config
-        beyond.BeyondRun("softmax", variant).train_config((0,)).task(trigger=7)
+    for variant in beyond_runs.VARIANTS:  # every named variant builds a valid training config
+        beyond_runs.BeyondRun("softmax", variant).train_config((0,)).task(trigger=7)
 
 
 def test_smt_column_reads_the_smt_parts_stored_record(tmp_path):
     """The smt part's per-kind verdicts, as ``sinks reproduce`` stores them (extra output under
     "details"), reach the beyond table's SMT column."""
     from constructions import files
-    from empirical import reproduce
+    from empirical.pipeline import reproduce
 
     output = {"claims": [], "kinds": {"softpick": {"status": "counterexample"}}}
     _, _, details = reproduce.validate_output(output)

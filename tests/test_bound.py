@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from constructions import softmax_head, task
-from empirical import bound, model as M
+from empirical.training import bound, model as M
 
 SLACK = 1e-9  # float64 rounding; the inequality itself is exact
 

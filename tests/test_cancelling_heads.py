@@ -84,7 +84,7 @@ def test_verify_entry_point_knows_the_new_constructions():
 def test_float_check_of_the_pair_up_to_length_1024(L):
     import torch
 
-    from empirical.construction_check import float_check
+    from empirical.analysis.float_check import float_check
 
     for net in (cancelling_heads.build(16, BETA), cancelling_heads.build_stack(16, BETA)):
         r = float_check(net, L, batch=2, seed=0, dtype=torch.float64)
@@ -93,7 +93,7 @@ def test_float_check_of_the_pair_up_to_length_1024(L):
 
 
 def test_construct_prints_the_pair_and_refuses_irrational_json(capsys, tmp_path):
-    from empirical import cli
+    from empirical.pipeline import cli
 
     assert cli.main(["construct", "cancelling", "--d", "4", "--L", "5"]) == 0
     out = capsys.readouterr().out

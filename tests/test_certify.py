@@ -239,9 +239,9 @@ def test_sink_level_of_non_vacuous_heads_is_pinned():
 def test_t1_end_to_end_on_a_trained_head():
     # A trained seed (the stop rule at ~900 steps): certified over every input, T1 at its
     # certified eta_up must not be contradicted by any query (a refutation fails this test).
-    from empirical.certify import certify_network
-    from empirical.train import TrainConfig, train
-    from empirical.weights import networks_from_summary
+    from empirical.analysis.certificates import certify_network
+    from empirical.training.train import TrainConfig, train
+    from empirical.weights.formats import networks_from_summary
 
     summary = train(TrainConfig(seeds=(0,), eval_sequences=16, log_every=10_000), quiet=True)
     # the box relaxation at the trigger suffices for T1 (a) here (the vertex bound: test_trigger_vertices)
@@ -270,11 +270,11 @@ def test_certified_floats_round_outward_at_any_interval_precision():
 
 
 def test_certificates_on_worker_processes_equal_the_serial_ones():
-    """``empirical.certify.certify_networks`` (the training part's certificates, one process per
+    """``empirical.analysis.certificates.certify_networks`` (the training part's certificates, one process per
     core) returns, in order, exactly what ``certify_network`` returns on each network alone."""
-    from empirical import certify
+    from empirical.analysis import certificates
 
     nets = [random_net(4, seed) for seed in (1, 2, 3)]
     strip = lambda c: {k: v for k, v in c.items() if k not in ("seconds", "cpu_seconds")}  # timings differ
-    parallel = certify.certify_networks(nets, 5, workers=2)
-    assert [strip(c) for c in parallel] == [strip(certify.certify_network(n, 5)) for n in nets]
+    parallel = certificates.certify_networks(nets, 5, workers=2)
+    assert [strip(c) for c in parallel] == [strip(certificates.certify_network(n, 5)) for n in nets]

@@ -7,8 +7,10 @@ import pickle
 import numpy as np
 
 from constructions import softmax_head
-from empirical import cli, weights
-from empirical.construction_check import network_arrays, write_network_json, write_network_npz
+from empirical.pipeline import cli
+from empirical import weights
+from empirical.training import stored_weights
+from empirical.weights.network_files import network_arrays, write_network_json, write_network_npz
 
 D, L, BETA = 5, 6, 3
 
@@ -97,10 +99,10 @@ def test_paper_multi_layer_state_dict_splits_heads_by_rows(tmp_path, capsys):
 
 
 def test_training_summary_certifies_each_seed(tmp_path, capsys):
-    from empirical.model import AttentionModel
+    from empirical.training.model import AttentionModel
 
     model = AttentionModel("softmax", D, ensemble=2, seeds=[3, 4])
-    summary = {"config": {"seeds": [3, 4]}, "weights": weights.model_weights(model)}
+    summary = {"config": {"seeds": [3, 4]}, "weights": stored_weights.model_weights(model)}
     (tmp_path / "s.json").write_text(json.dumps(summary))
     loaded = weights.load(tmp_path / "s.json")
     assert [x.label for x in loaded] == ["seed 3", "seed 4"]
@@ -164,10 +166,10 @@ def test_a_summary_is_certified_at_its_own_length_and_an_other_L_is_a_stated_ove
     """Issue 20, item 3: d, L and the kind come from the summary (trained at L = 6 here); --L 7 is
     certified as an override that the output and certify.json state; a --kind that disagrees
     with the file's is bad input."""
-    from empirical.model import AttentionModel
+    from empirical.training.model import AttentionModel
 
     model = AttentionModel("softmax", D, ensemble=1, seeds=[3])
-    summary = {"config": {"seeds": [3], "L": 6, "d": D, "kind": "softmax"}, "weights": weights.model_weights(model)}
+    summary = {"config": {"seeds": [3], "L": 6, "d": D, "kind": "softmax"}, "weights": stored_weights.model_weights(model)}
     (tmp_path / "s.json").write_text(json.dumps(summary))
     code, out, err = certify(capsys, str(tmp_path / "s.json"), "--no-measure", "--out", str(tmp_path / "a"))
     assert code == 0, err

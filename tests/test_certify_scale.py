@@ -148,7 +148,7 @@ def test_the_kick_finds_a_larger_witness_on_a_trained_head():
     import json
     from pathlib import Path
 
-    from empirical.weights import networks_from_summary
+    from empirical.weights.formats import networks_from_summary
 
     data = json.loads((Path(__file__).parent / "data" / "worst_case_seed1_head.json").read_text())
     net = networks_from_summary(data)[0].network

@@ -46,7 +46,7 @@ def enumerated_minima(net, L, grid=GRID):
     query): the float64 torch model (held equal to the exact reference by tests/test_model.py)."""
     import torch
 
-    from empirical.model import from_network
+    from empirical.training.model import from_network
 
     d, n = net.d, net.d - 3
     contents = np.array(list(itertools.product(grid, repeat=(L - 1) * n))).reshape(-1, L - 1, n)
@@ -268,11 +268,11 @@ def summary_of(net, L, means):
 
 
 def test_report_says_no_useful_bound_or_no_sink_and_claims_only_what_is_certified(weak, monkeypatch):
-    from empirical import certify
-    from empirical.certify_parts import stack_certificates
+    from empirical.analysis import certificates
+    from empirical.pipeline.parts.certificate_tables import stack_certificates
 
     net, cert, _ = weak
-    monkeypatch.setattr(certify, "certify_network", lambda network, L: {"type": "stack", **cert})
+    monkeypatch.setattr(certificates, "certify_network", lambda network, L: {"type": "stack", **cert})
     short = [(hd["layer"], hd["head"]) for hd in cert["heads"] if not hd["non_vacuous"]]
     assert short  # this stack has heads without a useful bound
     sinking = [[0.95, 0.95], [0.95, 0.95]]
@@ -293,9 +293,9 @@ def _claims_table_quotes(claim):
     verdict and the per-seed counts, and leaves it out when the run has none."""
     import copy
 
-    from empirical import published
-    from empirical.published import claims_results
-    from empirical.published.records import Records
+    from empirical.pipeline import published
+    from empirical.pipeline.published import claims_results
+    from empirical.pipeline.published.records import Records
 
     parts = copy.deepcopy(published.committed()["inputs"])
     parts["training"]["claims"] = [c for c in parts["training"]["claims"] if not c.get("id", "").startswith("stack_")]

@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from empirical import cli
+from empirical.pipeline import cli
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "empirical.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "empirical.pipeline.cli", *args], capture_output=True, text=True)
 
 
 def test_help_lists_commands():
@@ -35,7 +35,7 @@ def test_bad_input_is_one_line_exit_2(args, needle):
 
 
 def test_cli_does_not_load_torch_for_exact_commands():
-    code = "import sys; from empirical import cli; cli.main(['task']); print('torch' in sys.modules)"
+    code = "import sys; from empirical.pipeline import cli; cli.main(['task']); print('torch' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.strip().endswith("False"), r.stdout + r.stderr
 
@@ -58,7 +58,7 @@ def test_every_command_runs_on_one_thread_set_at_dispatch(name, monkeypatch):
                     blas=os.environ.get("OPENBLAS_NUM_THREADS"))
         return 0
 
-    monkeypatch.setattr(importlib.import_module(f"empirical.commands.{name}"), "run", record)
+    monkeypatch.setattr(importlib.import_module(f"empirical.pipeline.commands.{name}"), "run", record)
     monkeypatch.delenv("SINKS_THREADS", raising=False)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(var, "2")
@@ -71,7 +71,7 @@ def test_every_command_runs_on_one_thread_set_at_dispatch(name, monkeypatch):
 
 
 def test_sinks_threads_asks_for_more_up_to_the_owned_cores(monkeypatch, capsys):
-    from empirical import device
+    from empirical.host import device
 
     monkeypatch.setattr(device, "owned_cores", lambda: 3)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -1,4 +1,4 @@
-"""The ``compiled`` formulation (empirical/compiled): the kernel built for the host, its layer
+"""The ``compiled`` formulation (empirical/training/compiled): the kernel built for the host, its layer
 against the exact evaluator and against autograd of ``bmm`` (float64), its hand-written backward
 by gradcheck (through the output, the pattern, both; the first layer's input without a gradient),
 its float32 softmax (exp) against float64, the shape checks on the raw pointers it is given, the
@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from constructions import attention, native
-from empirical import formulations as F
-from empirical import model as M
-from empirical.compiled import build
-from empirical.compiled import layer as compiled_layer
+from empirical.training import formulations as F
+from empirical.training import model as M
+from empirical.training.compiled import build
+from empirical.training.compiled import layer as compiled_layer
 
 import test_formulations
 from test_formulations import restore_choice  # noqa: F401 (a fixture)
@@ -215,7 +215,7 @@ def test_a_failed_build_is_a_reason_not_a_crash(monkeypatch, tmp_path):
 
 
 def test_a_training_summary_says_which_kernel_ran(restore_choice):  # noqa: F811
-    from empirical import train as T
+    from empirical.training import train as T
 
     F.use("compiled")
     small = dict(test_formulations.SMALL, d=8, L=8, eval_trigger=5)

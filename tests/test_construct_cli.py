@@ -6,8 +6,8 @@ from fractions import Fraction
 import pytest
 
 from constructions import relu_head, softmax_head, task
-from empirical import cli
-from empirical.construction_check import load_model, load_network, network_from_json
+from empirical.pipeline import cli
+from empirical.weights.network_files import load_model, load_network, network_from_json
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -59,7 +59,7 @@ def test_relu_stack_prints_every_layer(capsys):
 def test_json_round_trips_exactly_into_torch(capsys, tmp_path, construction, extra, expected):
     import torch
 
-    from empirical.model import from_network
+    from empirical.training.model import from_network
 
     code, out, err = construct(capsys, construction, *extra, "--format", "json", "--out", str(tmp_path))
     assert code == 0, err
@@ -124,7 +124,7 @@ def test_construct_table_does_not_load_torch():
     import subprocess
     import sys
 
-    code = ("import sys, io, contextlib; from empirical import cli\n"
+    code = ("import sys, io, contextlib; from empirical.pipeline import cli\n"
             "with contextlib.redirect_stdout(io.StringIO()): cli.main(['construct', 'softmax'])\n"
             "print('torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

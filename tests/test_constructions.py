@@ -196,7 +196,7 @@ def test_bad_input(call):
 def test_torch_model_reproduces_targets(L):
     import torch
 
-    from empirical.construction_check import float_check
+    from empirical.analysis.float_check import float_check
 
     relu = float_check(relu_head.build(16), L, batch=16)
     assert relu["max_abs_error"] < 1e-12 and relu["max_bos_weight"] == 0

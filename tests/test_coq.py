@@ -63,7 +63,7 @@ def test_the_development_compiles_and_assumes_only_the_axioms_of_the_reals(repor
 @needs_coqc
 def test_sinks_prove_shows_the_kernel_check(report, tmp_path, capsys):
     from constructions.files import read_json
-    from empirical import cli
+    from empirical.pipeline import cli
 
     code = cli.main(["prove", "t1_single_layer_sink", "t2_multi_layer_existential", "sink_bound_convex_hull",
                      "--out", str(tmp_path)])

@@ -6,12 +6,12 @@ import dataclasses
 
 import torch
 
-from empirical import train as T
-from empirical.ensemble import Ensemble
-from empirical.model import AttentionModel
+from empirical.training import train as T
+from empirical.training.ensemble import Ensemble
+from empirical.training.model import AttentionModel
 
 SMALL = dict(d=6, L=6, eval_trigger=3, lr=3e-3, eval_sequences=40, log_every=1000)
-REL = 1e-5  # ensembles of different sizes may round differently in the last bit (empirical.ensemble)
+REL = 1e-5  # ensembles of different sizes may round differently in the last bit (empirical.training.ensemble)
 
 
 def _adam(opt, p):

@@ -2,8 +2,9 @@
 output, the sink's 0.99-1 on a log scale of 1 - a, no empty panel, exact zeros drawn as zeros,
 and curves that coincide still told apart."""
 
-from empirical import figures
-from empirical.commands import construct
+from empirical.training import figures
+from empirical.analysis import constructions_by_name
+from empirical.pipeline.commands import construct
 
 
 def _captured(monkeypatch, module, name="save_png"):
@@ -46,11 +47,11 @@ def test_sink_vs_step_shows_one_minus_mass_on_a_log_scale(monkeypatch, tmp_path)
 
 
 def test_weight_maps_name_input_and_output_and_have_colour_bars(monkeypatch):
-    figs = _captured(monkeypatch, construct, "_png")
-    net, title = construct.build("softmax", 6, construct.parse_beta("10"), 1, 1)
-    construct.weights_png(net, title)
-    _, j, patterns, _ = construct.example(net, 8, None)
-    construct.pattern_png(patterns, j, title)
+    figs = _captured(monkeypatch, constructions_by_name, "png_bytes")
+    net, title = constructions_by_name.build("softmax", 6, construct.parse_beta("10"), 1, 1)
+    constructions_by_name.weights_png(net, title)
+    _, j, patterns, _ = constructions_by_name.example(net, 8, None)
+    constructions_by_name.pattern_png(patterns, j, title)
     weights, pattern = figs
     panels = [ax for ax in weights.axes if ax.get_label() != "<colorbar>"]
     assert len(panels) == 4 and len(_colorbar_labels(weights)) == 4
@@ -60,10 +61,10 @@ def test_weight_maps_name_input_and_output_and_have_colour_bars(monkeypatch):
 
 def test_pattern_values_have_room(monkeypatch):
     """Annotated cells get at least half an inch each, so that values like 4.5e-05 do not overlap."""
-    figs = _captured(monkeypatch, construct, "_png")
-    net, title = construct.build("softmax", 6, construct.parse_beta("10"), 1, 1)
-    _, j, patterns, _ = construct.example(net, 8, None)
-    construct.pattern_png(patterns, j, title)
+    figs = _captured(monkeypatch, constructions_by_name, "png_bytes")
+    net, title = constructions_by_name.build("softmax", 6, construct.parse_beta("10"), 1, 1)
+    _, j, patterns, _ = constructions_by_name.example(net, 8, None)
+    constructions_by_name.pattern_png(patterns, j, title)
     width, _ = figs[0].get_size_inches()
     assert width / 8 >= 0.5
 
@@ -78,9 +79,9 @@ def _cert(measured: bool):
 def test_certify_heat_map_is_log_and_has_no_empty_measured_panel():
     from matplotlib.colors import LogNorm
 
-    from empirical import certify
+    from empirical.analysis import certificates
 
-    with_measure, without = certify.heat_map_figure(_cert(True)), certify.heat_map_figure(_cert(False))
+    with_measure, without = certificates.heat_map_figure(_cert(True)), certificates.heat_map_figure(_cert(False))
     panels = [[ax for ax in f.axes if ax.get_label() != "<colorbar>"] for f in (with_measure, without)]
     assert [len(p) for p in panels] == [2, 1]  # --no-measure: no empty "measured" panel
     assert all(isinstance(ax.images[0].norm, LogNorm) for p in panels for ax in p)
@@ -88,7 +89,7 @@ def test_certify_heat_map_is_log_and_has_no_empty_measured_panel():
 
 
 def test_tradeoff_draws_exact_zeros_as_zeros():
-    from empirical.parts.beyond import tradeoff_plot
+    from empirical.pipeline.parts.beyond import tradeoff_plot
 
     curve = [{"gap": g, "max_error": 10.0 ** -g, "max_bos_mass": 0.0} for g in (2, 8, 16)]
     other = [{"gap": g, "max_error": 10.0 ** -g, "max_bos_mass": 10.0 ** -g} for g in (2, 8, 16)]
@@ -104,13 +105,12 @@ def test_tradeoff_draws_exact_zeros_as_zeros():
 
 
 def test_coinciding_curves_are_told_apart(monkeypatch, tmp_path):
-    from empirical.commands import construct as c
-    from empirical.parts import constructions
+    from empirical.pipeline.parts import constructions
 
     records = [{"construction": name, "L": L, "max_abs_error": err, "closed_form_bound": 1e-3}
                for name, err in (("relu", 1e-15), ("relu-stack 2x2", 1e-15), ("softmax beta=10", 1e-3),
                                  ("cancelling beta=10", 1e-3)) for L in (16, 64)]
-    figs = _captured(monkeypatch, c, "_png")
+    figs = _captured(monkeypatch, figures)
     constructions._length_figure(tmp_path, records)
     styles = [(line.get_marker(), line.get_linestyle(), line.get_fillstyle()) for line in figs[0].axes[0].lines]
     assert len(styles) == 5 and len(set(styles)) == len(styles)  # four constructions and the bound

@@ -1,4 +1,4 @@
-"""The formulations of the layer's products (empirical.formulations): each equals the exact
+"""The formulations of the layer's products (empirical.training.formulations): each equals the exact
 reference evaluator (float64) and the reference formulation bmm (float32, values and gradients);
 an ensemble member trained with each equals its single run; the host's choice (margin, cache,
 environment, bad names)."""
@@ -11,10 +11,10 @@ import torch
 
 from constructions import attention, reference, task
 from constructions.errors import BadInput
-from empirical import fastest
-from empirical import formulations as F
-from empirical import model as M
-from empirical import train as T
+from empirical.training import fastest
+from empirical.training import formulations as F
+from empirical.training import model as M
+from empirical.training import train as T
 
 from test_train import assert_same_numbers
 
@@ -144,7 +144,7 @@ def test_the_host_measures_once_caches_and_exports_its_choice(restore_choice, mo
 
 
 def test_a_bad_formulation_name_is_bad_input(restore_choice, monkeypatch, tmp_path, capsys):
-    from empirical import cli
+    from empirical.pipeline import cli
 
     monkeypatch.setenv(F.ENV, "fastest-please")
     with pytest.raises(BadInput, match="unknown formulation 'fastest-please'.*valid: bmm"):
@@ -163,7 +163,7 @@ def test_the_measurement_times_every_automatic_formulation():
 
 def test_a_sweep_of_training_jobs_settles_the_formulation_once_in_its_driver(restore_choice, monkeypatch, tmp_path):
     """The driver measures (here: a stand-in) and its workers inherit the choice: no worker measures."""
-    from empirical.sweep import Job, run_sweep
+    from empirical.pipeline.sweep import Job, run_sweep
 
     monkeypatch.setattr(fastest, "measure", lambda: {"bmm": 1.0, "values": 0.5, "heads": 2.0})
     jobs = [Job("empirical.train:train_job", T.TrainConfig(max_steps=2, **SMALL), (s,)) for s in (0, 1)]

@@ -1,4 +1,4 @@
-"""The ``fused`` formulation (empirical/fused.py): its function against the exact evaluator, its
+"""The ``fused`` formulation (empirical/training/fused.py): its function against the exact evaluator, its
 hand-written backward by gradcheck in float64 and against autograd of ``bmm`` (through the output,
 the pattern, both; the first layer's input without a gradient; uneven blocks of members), and
 where it runs ``bmm`` instead (other kinds, patterns smaller than a block). tests/test_formulations.py
@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from constructions import attention
-from empirical import formulations as F
-from empirical import fused
-from empirical import model as M
+from empirical.training import formulations as F
+from empirical.training import fused
+from empirical.training import model as M
 
 import test_formulations
 from test_formulations import restore_choice  # noqa: F401 (a fixture)

@@ -83,3 +83,109 @@ def test_a_lazy_import_cycle_is_found(tmp_path):
     (pkg / "relu.py").write_text("def run():\n    from .search import combine\n")
     (pkg / "other.py").write_text("from . import relu\n")
     assert cycles(import_graph(tmp_path, ("proofs",))) == [["proofs.relu", "proofs.search"]]
+
+
+# ----------------------------------------------------------------------------------------
+# Rooms: inside a package whose __init__ declares RANKS, each piece (a subpackage or a module)
+# imports only pieces of a lower rank, and of a room only the modules its PUBLIC names.
+
+
+def _declared(init: Path, name: str):
+    """The literal assigned to ``name`` in ``init`` (read from the text: nothing is imported)."""
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def room_violations(root: Path = ROOT, packages=PACKAGES) -> list[str]:
+    """Every import that breaks a declared room rule, as "importer -> imported: why"."""
+    graph, found = import_graph(root, packages), []
+    for init in sorted(root.glob("**/__init__.py")):
+        ranks = _declared(init, "RANKS")
+        if ranks is None or init.parent.relative_to(root).parts[0] not in packages:
+            continue
+        package = ".".join(init.parent.relative_to(root).parts)
+        for importer, deps in sorted(graph.items()):
+            for dep in sorted(deps):
+                src, dst = _piece(importer, package), _piece(dep, package)
+                if src is None or dst is None or src == dst:
+                    continue
+                if src not in ranks or dst not in ranks:
+                    found.append(f"{importer} -> {dep}: {package}.RANKS does not rank {src if src not in ranks else dst}")
+                elif ranks[dst] >= ranks[src]:
+                    found.append(f"{importer} -> {dep}: {dst} (rank {ranks[dst]}) is not below {src} (rank {ranks[src]})")
+                elif not _public(root, package, dst, dep):
+                    found.append(f"{importer} -> {dep}: not in {package}.{dst}.PUBLIC")
+    return found
+
+
+def _piece(module: str, package: str) -> str | None:
+    """The piece of ``package`` that ``module`` belongs to (None: outside it, or the package itself)."""
+    if not module.startswith(package + "."):
+        return None
+    return module[len(package) + 1:].split(".")[0]
+
+
+def _public(root: Path, package: str, piece: str, dep: str) -> bool:
+    """Is ``dep`` the room ``piece`` itself or a module its PUBLIC names (a piece that is a module,
+    or a room that declares no PUBLIC, is public whole)?"""
+    init = root.joinpath(*package.split("."), piece, "__init__.py")
+    public = _declared(init, "PUBLIC") if init.exists() else None
+    rest = dep.split(".")[len(package.split(".")) + 1:]
+    return public is None or not rest or rest[0] in public
+
+
+def room_depth(root: Path = ROOT, package: str = "empirical") -> int:
+    """Levels of the graph between ``package``'s rooms (1: no room imports another)."""
+    graph, rooms = import_graph(root), {}
+    for importer, deps in graph.items():
+        src = _piece(importer, package)
+        if src is not None:
+            rooms.setdefault(src, set()).update(d for d in map(lambda m: _piece(m, package), deps) if d not in (None, src))
+    level: dict[str, int] = {}
+
+    def depth(room: str) -> int:
+        if room not in level:
+            level[room] = 1 + max((depth(d) for d in rooms.get(room, ())), default=0)
+        return level[room]
+
+    return max(map(depth, rooms))
+
+
+def test_empirical_is_rooms_with_a_readme_each_and_no_flat_module():
+    top = ROOT / "empirical"
+    assert sorted(p.name for p in top.glob("*.py")) == ["__init__.py"]
+    rooms = sorted(p.name for p in top.iterdir() if (p / "__init__.py").exists())
+    assert rooms == sorted(_declared(top / "__init__.py", "RANKS"))
+    for room in rooms:
+        assert (top / room / "README.md").read_text().strip(), room
+
+
+def test_rooms_import_only_lower_rooms_and_their_public_modules():
+    assert room_violations() == []
+    assert room_depth() == 4  # host <- training <- weights | analysis | lm <- pipeline
+
+
+def test_an_upward_a_sibling_and_a_private_import_are_found(tmp_path):
+    """Planted: a lower room importing a higher one, two siblings, and a module kept private."""
+    files = {
+        "empirical/__init__.py": 'RANKS = {"low": 0, "left": 1, "right": 1, "top": 2}\n',
+        "empirical/low/__init__.py": 'PUBLIC = ("api",)\n',
+        "empirical/low/api.py": "",
+        "empirical/low/inner.py": "def f():\n    from empirical.top import cli\n",
+        "empirical/left/__init__.py": "",
+        "empirical/left/a.py": "from empirical.low import api\nfrom empirical.right import b\n",
+        "empirical/right/__init__.py": "",
+        "empirical/right/b.py": "from empirical.low import inner\n",
+        "empirical/top/__init__.py": "",
+        "empirical/top/cli.py": "from empirical.left import a\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert room_violations(tmp_path, ("empirical",)) == [
+        "empirical.left.a -> empirical.right.b: right (rank 1) is not below left (rank 1)",
+        "empirical.low.inner -> empirical.top.cli: top (rank 2) is not below low (rank 0)",
+        "empirical.right.b -> empirical.low.inner: not in empirical.low.PUBLIC",
+    ]

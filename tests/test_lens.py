@@ -1,14 +1,16 @@
-"""TransformerLens hooks on the project's models (``empirical.lens``) and the staged forward they
-run on (``empirical.staged``). The staged forward is tested everywhere; the TransformerLens tests
+"""TransformerLens hooks on the project's models (``empirical.weights.lens``) and the staged forward they
+run on (``empirical.training.staged``). The staged forward is tested everywhere; the TransformerLens tests
 skip, saying why, where the optional extra ``.[lens]`` is not installed."""
 
 import pytest
 import torch
 
 from constructions import attention, task
-from empirical import lens, staged, weights
-from empirical.model import AttentionModel
-from empirical.train import TrainConfig, train
+from empirical.weights import lens
+from empirical.training import staged
+from empirical.training import stored_weights
+from empirical.training.model import AttentionModel
+from empirical.training.train import TrainConfig, train
 
 SHAPES = ((1, 1), (2, 2), (4, 4))
 TL_KINDS = ("softmax", "relu")
@@ -44,7 +46,7 @@ def _trained(kind, layers, heads):
         cfg = TrainConfig(kind=kind, layers=layers, heads=heads, lr=3e-3, max_steps=150, seeds=(0,),
                           eval_sequences=8, log_every=150)
         summary = train(cfg, quiet=True)
-        _TRAINED[key] = weights.model_from_summary(summary)
+        _TRAINED[key] = stored_weights.model_from_summary(summary)
     return _TRAINED[key]
 
 
@@ -71,16 +73,16 @@ def test_staged_forward_equals_the_model(kind, shape):
 def test_weights_round_trip_through_the_run_record():
     cfg = TrainConfig(kind="softmax", layers=2, heads=2, max_steps=3, seeds=(3, 5), eval_sequences=4, log_every=3)
     summary = train(cfg, quiet=True)
-    m = weights.model_from_summary(summary)
+    m = stored_weights.model_from_summary(summary)
     # the record's own evaluation: the same model in float64 on the same sequences gives its error
-    from empirical.train import _eval_batch
+    from empirical.training.train import _eval_batch
 
     e = _eval_batch(cfg, 4)
     out, _ = m(e.x)
     for s, member in enumerate(summary["members"]):
         assert (out[s] - e.y).abs().max().item() == pytest.approx(member["eval_max_abs_error"], rel=1e-12)
     with pytest.raises(Exception, match="no weights"):
-        weights.model_from_summary({k: v for k, v in summary.items() if k != "weights"})
+        stored_weights.model_from_summary({k: v for k, v in summary.items() if k != "weights"})
 
 
 # ---- TransformerLens ------------------------------------------------------------------------
@@ -173,7 +175,7 @@ README_EXAMPLE_MARK = "<!-- the example tests/test_lens.py runs -->"
 def _readme_example() -> str:
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "empirical" / "README.md").read_text()
+    text = (Path(__file__).resolve().parent.parent / "empirical" / "weights" / "README.md").read_text()
     block = text.split(README_EXAMPLE_MARK, 1)[1]
     assert block.lstrip().startswith("```python"), "the marked example must be the python block right after the mark"
     return block.split("```python\n", 1)[1].split("```", 1)[0]
@@ -184,15 +186,21 @@ def test_the_readme_example_is_complete():
     TransformerLens is absent."""
     import ast
 
+    import importlib
+
     tree = ast.parse(_readme_example())
     assigned = [t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) for t in node.targets
                 if isinstance(t, ast.Name)]
     assert assigned.index("model") < assigned.index("lens") and assigned.index("x") < assigned.index("lens")
+    for node in ast.walk(tree):  # every name it imports is where it says (the rooms move modules)
+        if isinstance(node, ast.ImportFrom):
+            module = importlib.import_module(node.module)
+            assert all(hasattr(module, a.name) for a in node.names), ast.unparse(node)
 
 
 @needs_tl
 def test_the_readme_example_runs(capsys):
-    exec(compile(_readme_example(), "empirical/README.md (TransformerLens example)", "exec"), {"__name__": "readme"})
+    exec(compile(_readme_example(), "empirical/weights/README.md (TransformerLens example)", "exec"), {"__name__": "readme"})
     out = capsys.readouterr().out
     assert "layer 0 BOS mass at query 3, per head:" in out
     change = float(out.split("largest change of the output:")[1].split()[0])

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from constructions.errors import BadInput
-from empirical import ablation as project_ablation
+from empirical.training import bos_edits
 from empirical.lm import ablate, heads, load, report
 
 needs_lm = pytest.mark.skipif(not load.extra_available(), reason=f"optional extra missing: {load.EXTRA_HINT}")
@@ -208,7 +208,7 @@ def test_value_zeroed_equals_zeroing_the_first_value_of_an_unshared_kv_head():
 @needs_lm
 def test_removed_equals_the_attention_output_with_the_row_renormalised():
     """The hook's module output equals o_proj applied to the float64 recomputation with the
-    head's position-0 weight removed (``empirical.ablation.remove_bos``) and its values."""
+    head's position-0 weight removed (``empirical.training.bos_edits.remove_bos``) and its values."""
     from empirical.lm import extract
 
     model = tiny_llama(kv_heads=2)
@@ -216,7 +216,7 @@ def test_removed_equals_the_attention_output_with_the_row_renormalised():
     rec = extract.record(model, x_ids)
     geo = extract.geometry(model)
     pattern, v = extract.recompute(model, 1, rec.inputs[1], geo)
-    ablated = project_ablation.remove_bos(pattern, 3)
+    ablated = bos_edits.remove_bos(pattern, 3)
     want = sum(ablated[:, h] @ extract.head_images(model, 1, v, h, geo) for h in range(4))
     attn = model.model.layers[1].self_attn
     W_h = attn.o_proj.weight[:, 3 * 8:4 * 8]
@@ -283,7 +283,7 @@ def _tokenizer_folder(folder, vocab=48):
 
 @needs_lm
 def test_probe_command_end_to_end_and_resume(tmp_path, monkeypatch):
-    from empirical import cli
+    from empirical.pipeline import cli
     from empirical.lm import probe
 
     folder = tmp_path / "tiny"
@@ -317,7 +317,7 @@ def test_probe_command_end_to_end_and_resume(tmp_path, monkeypatch):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "empirical.cli", "probe", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "empirical.pipeline.cli", "probe", *args], capture_output=True, text=True)
 
 
 def _one_line_exit_2(r, needle):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from empirical import metrics
+from empirical.training import metrics
 
 
 def uniform_causal(B, H, L):

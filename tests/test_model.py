@@ -7,7 +7,7 @@ import torch
 
 from constructions import attention, reference, task
 from constructions.errors import BadInput, NotExpressible
-from empirical import model as M
+from empirical.training import model as M
 
 KINDS = attention.names()
 

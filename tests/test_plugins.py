@@ -53,7 +53,7 @@ def plugin_dir(tmp_path_factory):
 
 def _sinks(plugin_dir: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{plugin_dir}", MPLBACKEND="Agg")
-    return subprocess.run([sys.executable, "-m", "empirical.cli", *argv], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "empirical.pipeline.cli", *argv], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -108,7 +108,7 @@ def _sinks(*args, cwd=None):
     # SINKS_COQ=off: a subprocess would compile the Coq development again; tests/test_coq.py checks
     # `sinks prove` with the kernel check in-process, where the compile is shared.
     env = {**os.environ, "SINKS_COQ": "off"}
-    return subprocess.run([sys.executable, "-m", "empirical.cli", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "empirical.pipeline.cli", *args], capture_output=True, text=True, cwd=cwd,
                           env=env)
 
 
@@ -127,7 +127,7 @@ def test_prove_exit_status_follows_the_stated_verdicts(tmp_path, monkeypatch, ca
     is reported as unexpected with exit 1."""
     import argparse
 
-    from empirical.commands import prove
+    from empirical.pipeline.commands import prove
 
     args = argparse.Namespace(names=["t2_multi_layer_existential"], out=str(tmp_path), list=False)
     assert prove.run(args) == 0
@@ -137,7 +137,7 @@ def test_prove_exit_status_follows_the_stated_verdicts(tmp_path, monkeypatch, ca
 
 
 def test_prove_output_is_readable_by_the_report(tmp_path):
-    from empirical.reproduce import load_part
+    from empirical.pipeline.reproduce import load_part
 
     r = _sinks("prove", "t1_single_layer_sink", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
@@ -152,15 +152,15 @@ def test_prove_command_bad_name_is_one_line_exit_2(tmp_path):
 
 
 def test_prove_command_does_not_load_torch():
-    code = ("import sys; from empirical import cli; cli.main(['prove', '--list']); "
+    code = ("import sys; from empirical.pipeline import cli; cli.main(['prove', '--list']); "
             "print('torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.strip().endswith("False"), r.stdout + r.stderr
 
 
 def test_part_output_is_valid(verdicts, monkeypatch, tmp_path):
-    from empirical.parts import proofs as part
-    from empirical.reproduce import validate_output
+    from empirical.pipeline.parts import proofs as part
+    from empirical.pipeline.reproduce import validate_output
 
     monkeypatch.setattr(registry, "run", lambda names=None: list(verdicts.values()))
     claims, tables, details = validate_output(part.run(tmp_path, True, "cpu"))

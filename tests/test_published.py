@@ -1,5 +1,5 @@
 """The READMEs' run-produced tables are generated from the committed run record
-(``empirical/published/claims.json``): a number edited by hand, a README left behind by a new
+(``empirical/pipeline/published/claims.json``): a number edited by hand, a README left behind by a new
 record, or a builder changed without re-rendering fails here."""
 
 import json
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from empirical import published
-from empirical.published import claims_results, claims_table
-from empirical.published.tracked import track
-from empirical.reproduce import PARTS
+from empirical.pipeline import published
+from empirical.pipeline.published import claims_results, claims_table
+from empirical.pipeline.published.tracked import track
+from empirical.pipeline.reproduce import PARTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,9 +29,10 @@ def texts(claims):
 @pytest.mark.parametrize("name", sorted(published._tables()))
 def test_every_generated_region_equals_its_rendering_from_the_committed_run(name, texts):
     doc = published._tables()[name].doc
+    assert published.ROOT == ROOT  # where --publish and --rerender write: the checkout, wherever the module sits
     region = published.region((ROOT / doc).read_text(), name)
     assert region is not None, f"{doc} has no markers for table {name}"
-    assert region == texts[name], (f"{doc}, table {name}, differs from empirical/published/claims.json: "
+    assert region == texts[name], (f"{doc}, table {name}, differs from empirical/pipeline/published/claims.json: "
                                    "run sinks report --rerender (wording) or --results DIR --publish (numbers)")
 
 
@@ -98,7 +99,7 @@ def test_markers_must_exist(tmp_path, claims):
 
 
 def test_report_command_writes_the_digest_and_rerender_needs_no_results(tmp_path, capsys, claims, monkeypatch):
-    from empirical import cli
+    from empirical.pipeline import cli
 
     for name, record in claims["inputs"].items():
         (tmp_path / f"{name}.json").write_text(json.dumps(record))

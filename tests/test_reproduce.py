@@ -1,7 +1,7 @@
 """``sinks reproduce``: parts run in order, results are resumed, REPORT.md is built from JSON only.
 
 The real parts are long; these tests swap in tiny fake part modules (written to a temporary
-folder added to ``empirical.parts.__path__``) and a part list naming them. Each fake part appends
+folder added to ``empirical.pipeline.parts.__path__``) and a part list naming them. Each fake part appends
 a line to a counter file whenever it runs, so the tests see which parts really ran.
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import empirical.parts
-from empirical import cli, reproduce
-from empirical.reproduce import build_report, load_part, run_part
+import empirical.pipeline.parts
+from empirical.pipeline import cli, reproduce
+from empirical.pipeline.reproduce import build_report, load_part, run_part
 
 OK_PART = '''
 from pathlib import Path
@@ -70,7 +70,7 @@ def fake_parts(tmp_path, monkeypatch):
     """``make(name=source, ...)`` writes fake parts and makes PARTS exactly those names."""
     folder, counter = tmp_path / "fake_parts", tmp_path / "counter"
     folder.mkdir()
-    monkeypatch.setattr(empirical.parts, "__path__", [*empirical.parts.__path__, str(folder)])
+    monkeypatch.setattr(empirical.pipeline.parts, "__path__", [*empirical.pipeline.parts.__path__, str(folder)])
     written = []
 
     def make(parts: dict[str, str | None]) -> Path:
@@ -85,7 +85,7 @@ def fake_parts(tmp_path, monkeypatch):
 
     yield make
     for name in written:
-        sys.modules.pop(f"empirical.parts.{name}", None)
+        sys.modules.pop(f"empirical.pipeline.parts.{name}", None)
 
 
 def runs(counter: Path) -> list[str]:
@@ -108,7 +108,7 @@ def test_parts_run_in_order_and_the_report_tables_every_claim(tmp_path, fake_par
     for needle in ("T3: a ReLU head solves the task", "**verified exactly**", "BOS mass 0.9998 (quick=True)",
                    "error 0 on 1024 sequences \\| max 0", "`tests/test_x.py::test_relu`", "`sinks construct relu`",
                    "[zz_ok.png](zz_ok.png)", "[absent.png](absent.png) (missing)",
-                   "missing: module empirical/parts/zz_missing.py does not exist",
+                   "missing: module empirical/pipeline/parts/zz_missing.py does not exist",
                    "failed: RuntimeError: solver exploded", "## zz_ok: runs", "| 1 layer softmax | 0.999812 |",
                    "Verdicts: verified exactly 1, observed 1, failed 1."):
         assert needle in report, needle
@@ -141,9 +141,9 @@ def test_killed_reproduce_resumes_and_keeps_finished_parts(tmp_path, fake_parts)
     counter = fake_parts({"zz_ok": OK_PART, "zz_slow": SLOW_UNLESS_PART})
     out, folder = tmp_path / "results", tmp_path / "fake_parts"
     script = textwrap.dedent(f"""
-        import empirical.parts
-        from empirical import reproduce
-        empirical.parts.__path__.append({str(folder)!r})
+        import empirical.pipeline.parts
+        from empirical.pipeline import reproduce
+        empirical.pipeline.parts.__path__.append({str(folder)!r})
         reproduce.PARTS = ("zz_ok", "zz_slow")
         reproduce.reproduce({str(out)!r}, quick=True, device="cpu")
     """)
@@ -223,7 +223,7 @@ def test_a_part_records_its_cpu_time_load_and_machine_and_the_report_shows_them(
             pass
         return {"claims": []}
 
-    monkeypatch.setitem(sys.modules, "empirical.parts.zz_busy", types.SimpleNamespace(run=busy_part))
+    monkeypatch.setitem(sys.modules, "empirical.pipeline.parts.zz_busy", types.SimpleNamespace(run=busy_part))
     monkeypatch.setattr(reproduce, "part_exists", lambda name: True)
     monkeypatch.setattr(reproduce, "PARTS", ("zz_busy",))
     assert reproduce.reproduce(tmp_path, quick=True, device="cpu") == {"zz_busy": "ok"}

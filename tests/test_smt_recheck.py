@@ -79,7 +79,7 @@ def test_recheck_needs_the_solver(monkeypatch):
 
 
 def test_cli_rejects_a_missing_second_solver(tmp_path, capsys):
-    from empirical import cli
+    from empirical.pipeline import cli
 
     assert cli.main(["search", "--length", "3", "--recheck", "nosuch", "--out", str(tmp_path)]) == 2
     assert "not installed" in capsys.readouterr().err and not (tmp_path / "smt.json").exists()
@@ -88,7 +88,7 @@ def test_cli_rejects_a_missing_second_solver(tmp_path, capsys):
 def test_cli_reports_the_checker_per_step_and_fails_on_a_disagreement(monkeypatch, tmp_path, capsys):
     import json
 
-    from empirical import cli
+    from empirical.pipeline import cli
 
     _with_second_answer(monkeypatch, "sat")
     args = ["search", "--length", "3", "--theta", "1/2", "--recheck", "cvc5", "--out", str(tmp_path),

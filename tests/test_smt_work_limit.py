@@ -128,7 +128,7 @@ def test_the_smt_parts_work_limit_decides_and_is_pinned_by_a_factor_two():
     of half the largest query's need turns that query unknown by the work limit (z3's resource
     reason; the clock did not fire); twice that need gives the same verdict, answers and counts,
     step for step: the limit, not the machine's speed, decides."""
-    from empirical.parts import smt
+    from empirical.pipeline.parts import smt
 
     claim, summary, r = smt._proof_claim(2, 3, EPS)
     assert claim["verdict"] == "proved" and r.rlimit == smt.LIMITS["rlimit"] == RLIMIT
@@ -172,7 +172,7 @@ def test_a_clock_stop_under_a_work_limit_is_reported_and_never_a_finding(monkeyp
     timer, the hard kill) unless the work limit was reached. Trap F3 with its two re-solves
     answered as stopped by the clock is reported unknown (not candidate), the stopped steps listed,
     and the part's evidence says the safety net fired."""
-    from empirical.parts import smt
+    from empirical.pipeline.parts import smt
 
     assert clock_fired(Answer("unknown", 1.0, "timeout", work=10), 100)
     assert clock_fired(Answer("unknown", 1.0, "canceled", work=10), 100)

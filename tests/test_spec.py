@@ -74,8 +74,8 @@ def test_sizes_and_trigger_range_are_the_task_module():
 
 
 def test_model_and_training_values_are_the_code():
-    from empirical.model import INIT_STD
-    from empirical.train import TrainConfig
+    from empirical.training.model import INIT_STD
+    from empirical.training.train import TrainConfig
 
     assert f"N(0, {INIT_STD}^2)" in _section(2)
     values = dict(row for row in _tables(_section(4))[0][1:])
@@ -91,7 +91,7 @@ def test_model_and_training_values_are_the_code():
 
 
 def test_reference_results_are_the_training_parts_values():
-    from empirical.parts.training import SPEC_VALUES
+    from empirical.pipeline.parts.training import SPEC_VALUES
 
     rows = _tables(_section(4))[1]
     assert rows[0] == ["model", "steps to stop", "BOS mass at non-trigger queries"]
@@ -104,7 +104,7 @@ def test_reference_results_are_the_training_parts_values():
 
 
 def test_metric_thresholds_are_the_code():
-    from empirical.metrics import GU_EPS, GU_EPS_STRICT
+    from empirical.training.metrics import GU_EPS, GU_EPS_STRICT
 
     assert f"eps = {GU_EPS} by default ({GU_EPS_STRICT} in Barbero" in " ".join(_section(5).split())
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from constructions.errors import BadInput
-from empirical import cli, sweep
-from empirical.sweep import EchoConfig, Job, load_record, run_sweep
+from empirical.pipeline import cli, sweep
+from empirical.pipeline.sweep import EchoConfig, Job, load_record, run_sweep
 
 ECHO = "empirical.sweep._echo_job"
 
@@ -50,7 +50,7 @@ def test_run_id_is_the_hash_of_the_canonical_job_json():
 def test_run_ids_are_stable_across_spellings_and_processes_and_distinct():
     job = Job(ECHO, EchoConfig(value=3, sleep_s=0.5), [4, 5])
     assert Job("empirical.sweep:_echo_job", EchoConfig(value=3, sleep_s=0.5), (4, 5)).run_id == job.run_id
-    code = ("from empirical.sweep import Job, EchoConfig; "
+    code = ("from empirical.pipeline.sweep import Job, EchoConfig; "
             "print(Job('empirical.sweep._echo_job', EchoConfig(value=3, sleep_s=0.5), (4, 5)).run_id)")
     other_process = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert other_process.stdout.strip() == job.run_id  # no dependence on hash randomisation
@@ -115,7 +115,7 @@ def test_killed_sweep_resumes_without_losing_or_repeating_finished_jobs(tmp_path
     log, out, spec = tmp_path / "log", tmp_path / "out", tmp_path / "jobs.json"
     jobs = echo_jobs(8, log, sleep_s=0.3)
     spec.write_text(json.dumps([j.to_dict() for j in jobs]))
-    argv = [sys.executable, "-m", "empirical.cli", "sweep", str(spec), "--workers", "2", "--out", str(out), "--quiet"]
+    argv = [sys.executable, "-m", "empirical.pipeline.cli", "sweep", str(spec), "--workers", "2", "--out", str(out), "--quiet"]
     proc = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 600  # a net only: the loop ends when two jobs are done
@@ -216,7 +216,7 @@ def sweep_cli(tmp_path, capsys, content, *extra):
     ([{"fn": ECHO, "config": {}, "sedes": [0]}], "unknown field(s) sedes"),
     ([{"fn": ECHO, "config": {"valeu": 1}}], "unknown field(s) valeu"),
     ([{"fn": "empirical.nothing.here", "config": {}}], "not a registered job"),
-    ([{"fn": "empirical.train.train", "config": {}}], "not a registered job"),  # importable, dataclass config
+    ([{"fn": "empirical.training.train.train", "config": {}}], "not a registered job"),  # importable, dataclass config
     ([{"fn": "os:system", "config": {}}], "not a registered job"),
     ([{"fn": ECHO, "config": {}, "seeds": ["a"]}], "'seeds'"),
     ([{"fn": ECHO, "config": {}}, {"config": {}}], "job 1 is missing the field 'fn'"),
@@ -260,7 +260,7 @@ def test_every_registered_job_imports_and_declares_its_config():
         fn = sweep.resolve_fn(name)
         assert dataclasses.is_dataclass(sweep.config_class(fn)), name
     with pytest.raises(BadInput, match="not a registered job"):
-        sweep.resolve_fn("empirical.train:train")  # importable, not registered
+        sweep.resolve_fn("empirical.training.train:train")  # importable, not registered
 
 
 def test_a_record_holds_the_jobs_wall_and_cpu_time_and_the_load(tmp_path):
@@ -273,3 +273,18 @@ def test_a_record_holds_the_jobs_wall_and_cpu_time_and_the_load(tmp_path):
         usage = record["usage"]
         assert usage["wall_s"] >= 0.3 and 0 <= usage["cpu_s"] < usage["wall_s"]
         assert usage["load_start"] is not None and usage["load_end"] is not None
+
+
+def test_a_registered_job_keeps_its_name_and_run_id_wherever_its_function_lives():
+    """Sweep files and results folders written before empirical/ was grouped into rooms still
+    mean the same jobs: a job named by its function's current place stores the registered name,
+    and the run id is the one the code before the move computed (commit 8907a92, where
+    ``empirical.train`` and ``empirical.sweep`` were flat modules)."""
+    from empirical.training.train import TrainConfig
+
+    by_place = Job("empirical.training.train.train_job", TrainConfig(), (0,))
+    assert by_place.fn == "empirical.train:train_job"
+    assert by_place.run_id == Job("empirical.train:train_job", TrainConfig(), (0,)).run_id == "train_job-9760398880c2382d"
+    assert Job("empirical.pipeline.sweep:_echo_job", EchoConfig(value=3), (4, 5)).run_id == "echo_job-76bec1b06841e40f"
+    for name, place in sweep.JOB_FUNCTIONS.items():
+        assert sweep.resolve_fn(place) is sweep.resolve_fn(name), name

@@ -6,19 +6,19 @@ import dataclasses
 
 import pytest
 
-from empirical import t1_end_to_end as E
-from empirical import worstcase
-from empirical.certify import certify_network
-from empirical.weights import networks_from_summary
+from empirical.pipeline.parts import t1_end_to_end as E
+from empirical.analysis import worst_case
+from empirical.analysis.certificates import certify_network
+from empirical.weights.formats import networks_from_summary
 from proofs.certify import t1
 
-TINY = worstcase.WorstCaseConfig(d=6, L=6, steps=150, refresh=30, eval_sequences=200, eval_trigger=3,
+TINY = worst_case.WorstCaseConfig(d=6, L=6, steps=150, refresh=30, eval_sequences=200, eval_trigger=3,
                                  reference_lr=3e-3, lr=3e-3)
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    summary = worstcase.worst_case_job(TINY, (0,))
+    summary = worst_case.worst_case_job(TINY, (0,))
     return summary, certify_network(networks_from_summary(summary)[0].network, TINY.L)
 
 
@@ -47,14 +47,14 @@ def test_the_reference_head_of_the_same_seed_is_outside_t1b(tiny):
 
 
 def test_the_setting_is_deterministic_and_registered():
-    from empirical.sweep import Job, resolve_fn
+    from empirical.pipeline.sweep import Job, resolve_fn
 
     short = dataclasses.replace(TINY, steps=6, refresh=3, reference_max_steps=20)
-    a, b = worstcase.worst_case_job(short, (1,)), worstcase.worst_case_job(short, (1,))
+    a, b = worst_case.worst_case_job(short, (1,)), worst_case.worst_case_job(short, (1,))
     assert a["weights"] == b["weights"] and a["members"][0]["history"] == b["members"][0]["history"]
-    assert resolve_fn(E.JOB_FN) is worstcase.worst_case_job
+    assert resolve_fn(E.JOB_FN) is worst_case.worst_case_job
     assert Job(E.JOB_FN, short, (1,)).run_id == Job(E.JOB_FN, short, (1,)).run_id
-    assert [round(worstcase.learning_rate(TINY, s), 12) for s in (0, TINY.steps)] == [TINY.lr, TINY.lr_end]
+    assert [round(worst_case.learning_rate(TINY, s), 12) for s in (0, TINY.steps)] == [TINY.lr, TINY.lr_end]
 
 
 def test_report_tables_claims_and_figure(tiny, tmp_path):

@@ -6,8 +6,8 @@ tests."""
 import pytest
 import torch
 
-from empirical import bound, metrics
-from empirical.parts import constructions as part
+from empirical.training import bound, metrics
+from empirical.pipeline.parts import constructions as part
 
 
 def _pattern_with_alpha0(alpha0: float, L: int = 4) -> torch.Tensor:
@@ -79,8 +79,8 @@ def test_sink_mass_level_is_pinned():
     """SINK_MASS (0.99) decides "a head sinks" in the T1 claims, observed and certified. Pinned
     on its gap 1 - level: a mass 1.5 gaps below 1 must not count (it would at a gap twice as
     wide), a mass 0.7 gaps below 1 must count (it would not at a gap half as wide)."""
-    from empirical.certify_parts import sink_verdict
-    from empirical.metrics import SINK_MASS
+    from empirical.pipeline.parts.certificate_tables import sink_verdict
+    from empirical.training.metrics import SINK_MASS
 
     gap = 1 - SINK_MASS
     assert sink_verdict([1 - 0.7 * gap], [1.0]) == "verified exactly"
@@ -91,8 +91,8 @@ def test_sink_mass_level_is_pinned():
 def test_stack_sink_mass_level_is_pinned():
     """STACK_SINK_MASS (0.9) decides whether the T2 training claim is observed or not met. Pinned
     on its gap 1 - level: a head 1.5 gaps below 1 must not count as sinking, 0.7 gaps must."""
-    from empirical.metrics import STACK_SINK_MASS
-    from empirical.parts.training import _t2_claim
+    from empirical.training.metrics import STACK_SINK_MASS
+    from empirical.pipeline.parts.training import _t2_claim
 
     gap = 1 - STACK_SINK_MASS
 
@@ -108,8 +108,8 @@ def test_stack_sink_mass_level_is_pinned():
 
 def test_no_sink_mass_level_is_pinned():
     """NO_SINK_MASS (0.002) decides the ReLU "no sink" claims: 0.75 of it is no sink, 1.5 of it is."""
-    from empirical.metrics import NO_SINK_MASS
-    from empirical.parts.training import _relu_stack_claim
+    from empirical.training.metrics import NO_SINK_MASS
+    from empirical.pipeline.parts.training import _relu_stack_claim
 
     def stack(mass):
         head = {"bos_nontrigger_mean": mass}

@@ -43,7 +43,7 @@ def test_tight_heads_are_tight_only_on_their_content():
 
 
 def test_construct_prints_the_tight_heads(capsys):
-    from empirical import cli
+    from empirical.pipeline import cli
 
     for name, L in (("tight-t1a", "4"), ("tight-t1b", "5")):
         assert cli.main(["construct", name, "--d", "4", "--L", L]) == 0

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from constructions.errors import BadInput
-from empirical import device as D
-from empirical import train as T
+from empirical.host import device as D
+from empirical.training import train as T
 
 
 
@@ -184,7 +184,7 @@ def test_summary_records_where_the_time_went_in_wall_and_cpu_seconds_and_the_loa
 
 
 def test_a_stack_bounds_the_first_200_sequences_unless_asked(tmp_path):
-    from empirical import cli
+    from empirical.pipeline import cli
 
     assert T.TrainConfig().bound_sequences == 1000  # one head: T1's bound on every sequence
     assert T.TrainConfig(layers=2, heads=2).bound_sequences == T.STACK_BOUND_SEQUENCES == 200
@@ -204,7 +204,7 @@ def test_capped_run_is_not_called_converged():
 
 
 def test_cli_train_writes_a_summary_and_rejects_bad_input(tmp_path, capsys):
-    from empirical import cli
+    from empirical.pipeline import cli
 
     out = tmp_path / "run.json"
     rc = cli.main(["train", "--d", "6", "--L", "6", "--eval-trigger", "3", "--seeds", "0", "--max-steps", "3",
@@ -233,7 +233,7 @@ def test_every_registered_kind_trains(kind):
 
 def test_figures_are_drawn_from_saved_json(trained, tmp_path):
     from constructions import files
-    from empirical import figures
+    from empirical.training import figures
 
     saved = {}
     for kind, summary in trained.items():
@@ -250,8 +250,8 @@ def test_figures_are_drawn_from_saved_json(trained, tmp_path):
 
 
 def test_training_part_turns_runs_into_claims_and_tables(trained):
-    from empirical import reproduce
-    from empirical.parts import training as part
+    from empirical.pipeline import reproduce
+    from empirical.pipeline.parts import training as part
 
     summaries = {("softmax", 1, 1): trained["softmax"], ("relu", 1, 1): trained["relu"]}
     output = {"claims": part._claims(summaries, {}),

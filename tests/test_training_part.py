@@ -7,9 +7,11 @@ import json
 
 import pytest
 
-from empirical import reproduce, seed_groups
-from empirical import train as T
-from empirical.parts import training as part
+from empirical.pipeline import reproduce
+
+from empirical.training import seed_groups
+from empirical.training import train as T
+from empirical.pipeline.parts import training as part
 
 from test_train import assert_same_numbers
 
@@ -111,8 +113,8 @@ def test_one_head_per_layer_setting_end_to_end_at_tiny_caps(tmp_path):
     assert claim["verdict"] == "unknown"  # capped at 12 steps: unconverged members and no sink yet
     assert "L0H0:" in claim["evidence"] and "L1H0:" in claim["evidence"] and "at it" in claim["evidence"]
     assert [row[1] for row in tables[1]["rows"] if row[0] == "softmax 2x1"] == ["L0H0", "L1H0"]
-    from empirical.published.claims_results import question_b_observed
-    from empirical.published.records import Records
+    from empirical.pipeline.published.claims_results import question_b_observed
+    from empirical.pipeline.published.records import Records
 
     details = {k: v for k, v in reproduce.plain(out).items() if k not in ("claims", "tables")}
     cell = question_b_observed(Records({"training": {"status": "ok", "claims": claims, "details": details}}))
@@ -120,7 +122,7 @@ def test_one_head_per_layer_setting_end_to_end_at_tiny_caps(tmp_path):
 
 
 def test_one_head_per_layer_claim_reads_the_sink_level():
-    from empirical.metrics import STACK_SINK_MASS
+    from empirical.training.metrics import STACK_SINK_MASS
 
     def stack(mass):
         head = lambda m: {"bos_nontrigger_mean": m, "bos_trigger_mean": 0.1}
@@ -156,7 +158,7 @@ class _Terminal:
 
 
 def _board(tmp_path, stream):
-    from empirical import progress
+    from empirical.host import progress
 
     jobs = [("a", "softmax 4x4 seeds 0-2", 1000, 50_000, 30.0), ("b", "relu 4x4 seeds 0-4", 500, 50_000, 20.0)]
     return progress.Board(tmp_path, jobs, 1, stream=stream)
@@ -164,7 +166,7 @@ def _board(tmp_path, stream):
 
 def test_progress_board_draws_one_line_per_job_and_an_overall_eta_on_a_terminal(tmp_path):
     from constructions.files import write_json
-    from empirical import progress
+    from empirical.host import progress
 
     term = _Terminal()
     board = _board(tmp_path, term)
@@ -189,7 +191,7 @@ def test_progress_board_logs_plain_lines_off_a_terminal(tmp_path):
     import io
 
     from constructions.files import write_json
-    from empirical import progress
+    from empirical.host import progress
 
     now = [0.0]
     stream = io.StringIO()

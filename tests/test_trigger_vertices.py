@@ -244,7 +244,7 @@ def test_the_bracket_tightens_the_box_relaxation_and_stays_above_the_witness():
 def _bench_head(tmp_path):
     import json
 
-    from empirical.construction_check import network_to_json
+    from empirical.weights.network_files import network_to_json
 
     weights = tmp_path / "head.json"
     weights.write_text(json.dumps(network_to_json(_small_net())))

@@ -1,10 +1,10 @@
-"""empirical.usage: wall and CPU time, load samples, the per-phase split, and report lines."""
+"""empirical.host.usage: wall and CPU time, load samples, the per-phase split, and report lines."""
 
 import gc
 import threading
 import time
 
-from empirical import usage
+from empirical.host import usage
 
 
 def _busy(seconds):

@@ -1,4 +1,4 @@
-"""One vocabulary of verdicts (``empirical.reproduce.VERDICT_MEANINGS``): every verdict a part, the
+"""One vocabulary of verdicts (``empirical.pipeline.reproduce.VERDICT_MEANINGS``): every verdict a part, the
 report or a README's claims table uses is one of its words, and "refuted" (a counterexample) is
 not used for a measurement that missed its criterion ("not met")."""
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from empirical import published, reproduce
-from empirical.reproduce import VERDICT_MEANINGS, VERDICTS
+from empirical.pipeline import published, reproduce
+from empirical.pipeline.reproduce import VERDICT_MEANINGS, VERDICTS
 
 ROOT = Path(__file__).resolve().parent.parent
-# Every module that writes claims for the report.
-CLAIM_WRITERS = sorted((ROOT / "empirical" / "parts").glob("*.py")) + [ROOT / "empirical" / "certify_parts.py"]
+# Every module that writes claims for the report (the parts and their helpers, all in parts/).
+CLAIM_WRITERS = sorted((ROOT / "empirical" / "pipeline" / "parts").glob("*.py"))
 
 
 def _verdict_literals(path: Path) -> list[tuple[int, str]]:
@@ -63,13 +63,13 @@ def test_the_scan_sees_the_verdicts_it_must():
     scan that found nothing would pass the test above vacuously."""
     words = {w for p in CLAIM_WRITERS for _, w in _verdict_literals(p)}
     assert {"not met", "observed", "verified exactly", "refuted", "unknown", "failed"} <= words
-    training = {w for _, w in _verdict_literals(ROOT / "empirical" / "parts" / "training.py")}
+    training = {w for _, w in _verdict_literals(ROOT / "empirical" / "pipeline" / "parts" / "training.py")}
     assert "not met" in training
 
 
 def test_measurements_are_not_called_refuted():
     """A training claim whose criterion failed is "not met"; "refuted" stays for counterexamples."""
-    from empirical.parts import training
+    from empirical.pipeline.parts import training
 
     head = {"bos_nontrigger_mean": 0.5, "sinks_gu": False}
     stack = {"config": {"kind": "softmax", "layers": 2, "heads": 2, "seeds": [0], "max_steps": 10, "L": 16},
@@ -120,7 +120,7 @@ def test_every_cited_test_exists():
     _, rows = published._render_all(published.tracked.track(published.committed()["inputs"])[0])["claims"]
     sources = ["\n".join(r[2] for r in rows)]
     for path in CLAIM_WRITERS:  # the modules' f"{TEST}::name" citations, with TEST filled in
-        module = importlib.import_module(f"empirical.{'parts.' if path.parent.name == 'parts' else ''}{path.stem}")
+        module = importlib.import_module(f"empirical.pipeline.parts.{path.stem}")
         text = path.read_text().replace("{PROVED}", "{TEST}::test_statement_is_proved")
         sources.append(text.replace("{TEST}::", f"{getattr(module, 'TEST', '')}::"))
     cited = [c for text in sources for c in _cited_tests(text) if c[0]]

@@ -19,8 +19,10 @@ import pytest
 
 from constructions import softmax_head
 from constructions.errors import BadInput
-from empirical import cli, weights
-from empirical.construction_check import network_arrays, write_network_json, write_network_npz
+from empirical.pipeline import cli
+from empirical import weights
+from empirical.training import stored_weights
+from empirical.weights.network_files import network_arrays, write_network_json, write_network_npz
 
 D = 5
 EXTENSIONS = (".json", ".npz", ".safetensors", ".pt", ".pth")
@@ -31,7 +33,7 @@ def valid_files(folder: Path) -> dict[str, bytes]:
     import torch
     from safetensors.numpy import save_file
 
-    from empirical.model import AttentionModel
+    from empirical.training.model import AttentionModel
 
     net = softmax_head.build(D, 3)
     out = {"net.json": write_network_json(folder / "v.json", net).read_bytes(),
@@ -43,7 +45,7 @@ def valid_files(folder: Path) -> dict[str, bytes]:
                folder / "v.pt")
     out["net.pt"] = out["net.pth"] = (folder / "v.pt").read_bytes()
     model = AttentionModel("softmax", D, ensemble=2, seeds=[3, 4])
-    out["summary.json"] = json.dumps({"config": {"seeds": [3, 4]}, "weights": weights.model_weights(model)}).encode()
+    out["summary.json"] = json.dumps({"config": {"seeds": [3, 4]}, "weights": stored_weights.model_weights(model)}).encode()
     return out
 
 

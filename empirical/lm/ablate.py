@@ -1,10 +1,10 @@
 """Functional sinks in a real LM: the next-token loss when one head's first-token attention is
 ablated, applied through forward hooks on the model's own modules.
 
-For head h of layer l, two ablations (``empirical.ablation``'s, on a language model):
+For head h of layer l, two ablations (``empirical.analysis.ablation``'s, on a language model):
 
 - ``removed``: at every query i >= 1 the head's weight on position 0 is set to 0 and the row is
-  renormalised over keys 1..i (``ablation.remove_bos``); query 0, which sees only position 0,
+  renormalised over keys 1..i (``bos_edits.remove_bos``); query 0, which sees only position 0,
   is left alone;
 - ``value_zeroed``: the first token's value is zeroed for this query head only (other query
   heads that share its key/value head keep it): its output at query i loses a_i0 u_0.
@@ -31,12 +31,12 @@ from typing import Any
 
 import torch
 
-from empirical import ablation
+from empirical.training import bos_edits
 
 from . import extract
 
 FUNCTIONAL_LOSS_INCREASE = 0.05  # nats per token; see the module docstring
-ABLATIONS = ablation.ABLATIONS  # ("removed", "value_zeroed")
+ABLATIONS = bos_edits.ABLATIONS  # ("removed", "value_zeroed")
 
 
 @dataclass
@@ -93,7 +93,7 @@ def head_change(weights: torch.Tensor, values: torch.Tensor, W_h: torch.Tensor, 
     v_h = values.view(B, T, -1, head_dim)[:, :, kv_head]  # [B, T, dh]
     a = weights[:, head]  # [B, T, T]
     if kind == "removed":
-        change = ablation.remove_bos(weights, head)[:, head] - a
+        change = bos_edits.remove_bos(weights, head)[:, head] - a
     elif kind == "value_zeroed":
         change = torch.zeros_like(a)
         change[..., 0] = -a[..., 0]  # the head reads nothing at position 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from empirical.figures import _plt, png_bytes
+from empirical.training.figures import _plt, png_bytes
 
 SCATTER_POINTS = 200_000
 SCATTER_SEED = 0

@@ -13,7 +13,7 @@ For head h of a layer, at query i of a text (float64, from ``extract.recompute``
   reads) and the head's own output o_i = sum_k a_ik u_k, with their norms;
 - the SPEC section 3 bound. delta_i is the distance from 0 to the convex hull of the non-first
   images {u_1..u_i}; then a_i0 >= (delta_i - ||o_i||) / (delta_i + ||u_0||), and a certified
-  lower bound on delta_i keeps it valid. The QP is ``empirical.bound``'s (accelerated projected
+  lower bound on delta_i keeps it valid. The QP is ``empirical.training.bound``'s (accelerated projected
   gradient on the simplex, duality certificate). It is solved in the head's d_h coordinates:
   u_k = W_O^h v_k = Q (R v_k) with W_O^h = Q R (QR, Q with orthonormal columns), so the hull of
   the R v_k has the same distances; the solver's weights are then certified in the model's
@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from empirical import bound
+from empirical.training import bound
 
 from . import extract
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from empirical import bound
+from empirical.training import bound
 
 from . import ablate, heads
 

@@ -8,7 +8,7 @@ trigger content.
 
 (from the checkout root; about 15-40 s CPU per head). It reads the worst-case setting's job records
 (``results/runs/worst_case/*.json``: each seed's fine-tuned weights and its SPEC section 4
-reference weights), certifies each head over every input (``empirical.certify.certify_network``:
+reference weights), certifies each head over every input (``empirical.analysis.certificates.certify_network``:
 eta_up, and eta_lo with its witness), then bounds the error over every input that shares the
 witness's trigger position j and trigger content q. That bound is certified for that slice of the
 input class only; eta_lo's witness lies in the slice, so bound / eta_lo is the bracket there.
@@ -30,7 +30,7 @@ from pathlib import Path
 
 def heads_of(results: Path) -> list[tuple[str, object]]:
     """(label, network) for every worst-case seed's fine-tuned and reference head."""
-    from empirical.weights import networks_from_summary
+    from empirical.weights.formats import networks_from_summary
 
     out = []
     for path in sorted((results / "runs" / "worst_case").glob("*.json")):
@@ -43,7 +43,7 @@ def heads_of(results: Path) -> list[tuple[str, object]]:
 
 
 def row(label: str, net, L: int, cells: int | None = None) -> dict:
-    from empirical.certify import certify_network
+    from empirical.analysis.certificates import certify_network
     from proofs.certify import heads, trigger_dual
 
     start = time.process_time()
@@ -64,7 +64,7 @@ def around(label: str, net, L: int, cells: int, random: int, seed: int = 0) -> d
     vertices and 0 (the witness's trigger position throughout)."""
     import numpy as np
 
-    from empirical.certify import certify_network
+    from empirical.analysis.certificates import certify_network
     from proofs.certify import heads, trigger_dual
 
     h = heads.head_maps(net)

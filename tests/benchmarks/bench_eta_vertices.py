@@ -52,7 +52,7 @@ def _map(f, jobs: list, workers: int):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from empirical.sweep import limit_threads
+    from empirical.host.device import limit_threads
 
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=limit_threads, initargs=(1,)) as pool:
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
         nets = heads_of(a.results)
         nets = [nets[i] for i in a.heads if 0 <= i < len(nets)] if a.heads else nets
     else:
-        from empirical.weights import load
+        from empirical.weights.formats import load
 
         nets = [(item.label, item.network) for item in load(a.weights)]
     if not nets:

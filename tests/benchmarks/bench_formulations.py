@@ -1,4 +1,4 @@
-"""Training steps per second of each formulation of the layer's products (``empirical.formulations``)
+"""Training steps per second of each formulation of the layer's products (``empirical.training.formulations``)
 against the paper author's loop (``author_loop``), one torch thread, side by side.
 
     python -m tests.benchmarks.bench_formulations [--rounds 5] [--budget 0.25] [--kind softmax]
@@ -6,7 +6,7 @@ against the paper author's loop (``author_loop``), one torch thread, side by sid
                                                   [--shapes 1x1 2x2 4x4]
 
 (from the checkout root; about 3 minutes on an idle core). Rows: every formulation training the
-5-seed ensemble exactly as ``empirical.train.train`` steps it (sample, forward, errors, the
+5-seed ensemble exactly as ``empirical.training.train.train`` steps it (sample, forward, errors, the
 stop-rule read-back, Adam), in float32, and ``bmm`` in float64; ``--compile`` adds ``bmm`` under
 ``torch.compile``. The author's loop trains one seed. Columns: 1 x 1, 2 x 2 and 4 x 4 at the
 reference shape (d = L = 16, batch 128).
@@ -33,10 +33,10 @@ import time
 
 import torch
 
-from empirical import formulations as F
-from empirical import model as M
-from empirical import train as T
-from empirical import usage
+from empirical.training import formulations as F
+from empirical.training import model as M
+from empirical.training import train as T
+from empirical.host import usage
 
 SHAPES = ((1, 1), (2, 2), (4, 4))
 AUTHOR = "author's loop, 1 seed"
@@ -97,7 +97,7 @@ def measure(table: dict[str, dict], rounds: int, budget: float) -> dict[str, dic
 def cost_of_reference(rate: dict) -> float:
     """Seconds of one core for the six reference settings at SPEC's steps, from steps/s per shape
     (nan when a shape was not measured)."""
-    from empirical.parts.training import SPEC_STEPS
+    from empirical.pipeline.parts.training import SPEC_STEPS
 
     return sum(steps / rate[(layers, heads)] if (layers, heads) in rate else float("nan")
                for (kind, layers, heads), steps in SPEC_STEPS.items())

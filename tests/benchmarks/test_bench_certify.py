@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from constructions import reference, softmax_head
-from empirical.certify import certify_network
+from empirical.analysis.certificates import certify_network
 
 
 def trained_head() -> reference.Network:
-    from empirical.train import TrainConfig, train
-    from empirical.weights import networks_from_summary
+    from empirical.training.train import TrainConfig, train
+    from empirical.weights.formats import networks_from_summary
 
     summary = train(TrainConfig(seeds=(0,), eval_sequences=16, log_every=10_000), quiet=True)
     return networks_from_summary(summary)[0].network
@@ -97,8 +97,8 @@ def test_bench_certify_size_table(benchmark, d, L):
 @pytest.mark.skipif(not SLOW, reason="trains a d = 64 head (~2 min): set SINKS_SLOW=1")
 def test_bench_certify_trained_d64(benchmark):
     """A trained d = 64 single-layer head (``sinks train --d 64``, seed 0), certified at L = 16."""
-    from empirical.train import TrainConfig, train
-    from empirical.weights import networks_from_summary
+    from empirical.training.train import TrainConfig, train
+    from empirical.weights.formats import networks_from_summary
     from tests.benchmarks.conftest import FIGURES
 
     net = networks_from_summary(train(TrainConfig(d=64, seeds=(0,), eval_sequences=16, log_every=10_000),

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from empirical.metrics import STACK_SINK_MASS
+from empirical.training.metrics import STACK_SINK_MASS
 
 from .conftest import FIGURES
 
@@ -27,14 +27,14 @@ def summary():
     if path:
         with open(path) as f:
             return json.load(f)
-    from empirical.train import TrainConfig, train
+    from empirical.training.train import TrainConfig, train
 
     return train(TrainConfig(layers=2, heads=2, seeds=(0,), log_every=10_000), quiet=True)
 
 
 def certify_all(s):
-    from empirical.certify import certify_network
-    from empirical.weights import networks_from_summary
+    from empirical.analysis.certificates import certify_network
+    from empirical.weights.formats import networks_from_summary
 
     out = []
     for item, member in zip(networks_from_summary(s), s["members"]):

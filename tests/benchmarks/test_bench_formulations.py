@@ -1,10 +1,10 @@
 """The formulation benchmark (``python -m tests.benchmarks.bench_formulations``) runs and prints
 its table; here at 1 x 1 with one step per row, so CI only checks that it works. Its figures go
-to empirical/README.md with the command, the machine and the load."""
+to empirical/training/README.md with the command, the machine and the load."""
 
 import torch
 
-from empirical import formulations as F
+from empirical.training import formulations as F
 from tests.benchmarks import bench_formulations as bench
 
 

@@ -2,7 +2,7 @@
 --benchmark-only; the default run, as in CI, runs each once untimed: pyproject's --benchmark-disable). Figures measured here go to the README with the command;
 the derived ones (steps/s, GFLOP/s, the matmul share) are printed at the end of the run.
 
-The training step timed here is the one ``empirical.train.train`` runs (``train._sample``,
+The training step timed here is the one ``empirical.training.train.train`` runs (``train._sample``,
 ``train.batch_errors``, the stop-rule read-back, ``train.update``), 5 seeds in one ensemble, one
 torch thread, on the CPU and, when torch sees one, a CUDA GPU (skipped with a reason otherwise).
 """
@@ -16,9 +16,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from constructions import softmax_head, task
-from empirical import bound
-from empirical import train as T
-from empirical.model import AttentionModel, from_network
+from empirical.training import bound
+from empirical.training import train as T
+from empirical.training.model import AttentionModel, from_network
 
 from .conftest import FIGURES
 

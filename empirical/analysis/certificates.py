@@ -1,0 +1,232 @@
+"""Certificates over every input for any weights, next to what the evaluation set measures.
+
+``certify_network(net, L)`` runs ``proofs.certify`` on one network: a single-layer single-head
+network gets the exact per-query worst case of its sink, eta_up / eta_lo and the T1 check; a stack
+gets the per-head bound of ``proofs.certify.stack`` (affine forms of the stream in the contents). ``measure(net, L)`` adds the BOS
+mass measured on the 1,000 evaluation sequences of ``sinks train`` (trigger 7, same seed) and, for
+a single head, the per-example bound of ``empirical.training.bound``, per query position. ``heat_map``
+draws the certified minimum beside the measured mean, per head and position.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+EVAL_SEQUENCES = 1000
+EVAL_TRIGGER = 7
+
+
+def is_single_head(net) -> bool:
+    return len(net.layers) == 1 and net.layers[0].heads == 1 and not net.residual
+
+
+def certify_network(net, L: int, vertex: bool = True) -> dict[str, Any]:
+    """Every certificate that applies to ``net`` (pure mathematics; no torch); ``vertex``: eta_up at
+    the trigger tightened by the bound over every trigger content (``proofs.certify.eta``)."""
+    from proofs.certify import eta, heads, sink, stack, t1
+
+    start = time.perf_counter()
+    if net.kind == "relu" and is_single_head(net):
+        from proofs.certify import free
+
+        out = free.certify_relu(net, L)
+        return {"type": "relu head", **out, "seconds": time.perf_counter() - start}
+    heads.check_kind(net.kind)
+    if not is_single_head(net):
+        # layer 0 by the stack's own search (shared across trigger positions, stopped at SEARCH_RTOL):
+        # the exact single-layer certificate closes to 1e-9 but costs about as much as the rest
+        out = stack.certify_stack(net, L, exact_first=False)
+        out["seconds"] = time.perf_counter() - start
+        return {"type": "stack", **out}
+    cert = sink.certify_head(net, L)
+    h = heads.head_maps(net)
+    bracket = eta.bracket(net, h, L, cert["queries"], vertex)
+    out = {"type": "single head", **cert, "eta": bracket}
+    out["t1"] = t1.table(cert["queries"], bracket["eta_up"], L) if net.kind == "softmax" else None
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def certify_networks(nets: list, L: int, workers: int = 1) -> list[dict[str, Any]]:
+    """``certify_network`` of each of ``nets``, in order, on up to ``workers`` processes (each one
+    thread): the certificates are independent and pure, so the results equal the serial ones and
+    only the wall time changes (the training part's 4 x 4 stacks take ~190 s CPU each)."""
+    workers = max(1, min(workers, len(nets)))
+    if workers == 1:
+        return [certify_network(net, L) for net in nets]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from empirical.host.device import limit_threads
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=limit_threads, initargs=(1,)) as pool:
+        return list(pool.map(certify_network, nets, [L] * len(nets)))
+
+
+def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int | None = None) -> dict[str, Any]:
+    """Measured BOS mass per head and query position (mean, min over the evaluation sequences),
+    and for a single head the per-example certified bound's minimum per position. The trigger is
+    at 7 as in ``sinks train`` (at L - 2 when L <= 8)."""
+    import torch
+
+    from constructions import task
+    from empirical.training import bound
+    from empirical.training.model import from_network
+    from empirical.training.train import EVAL_SEED
+
+    trigger = trigger if trigger is not None else min(EVAL_TRIGGER, L - 2)
+    model = from_network(net, dtype=torch.float64)
+    cfg = task.TaskConfig(d=net.d, L=L, trigger=trigger, residual=net.residual)
+    batch = task.sample(cfg, sequences, torch.Generator().manual_seed(EVAL_SEED), dtype=torch.float64)
+    with torch.no_grad():
+        _, cache = model(batch.x)
+    heads_out = []
+    for n in range(len(net.layers)):
+        bos = cache[f"L{n}.pattern"][..., 0]  # [B, H, L]
+        for h in range(bos.shape[1]):
+            heads_out.append({"layer": n, "head": h, "mean": bos[:, h].mean(0).tolist(), "min": bos[:, h].amin(0).tolist()})
+    out = {"sequences": sequences, "trigger": trigger, "heads": heads_out}
+    if is_single_head(net) and net.kind in ("softmax", "sigmoid_norm"):
+        with torch.no_grad():
+            images = bound.head_images(model.layers[0], batch.x, 0)
+            res = bound.head_bound(images, cache["L0.pattern"][:, 0], batch.trigger)
+        per_seq = res["bound"].reshape(sequences, L - 2)  # non-trigger queries 1..L-1 except the trigger
+        positions = [i for i in range(1, L) if i != trigger]
+        mins = per_seq.amin(0).tolist()
+        out["per_example_bound_min"] = {i: m for i, m in zip(positions, mins)}
+    return out
+
+
+def comparison_rows(cert: dict, measured: dict | None) -> list[list[Any]]:
+    """Per non-trigger (position, case) of a single head: certified min, T1's bound, per-example
+    bound and measured mean / min on the evaluation sequences (trigger 7: before for i < 7)."""
+    t1rows = {(r["position"], r["case"]): r for r in (cert.get("t1") or {}).get("rows", [])}
+    rows = []
+    for q in cert["queries"]:
+        if q["case"] == "trigger":
+            continue
+        i = q["position"]
+        t = t1rows.get((i, q["case"]), {})
+        m = measured["heads"][0] if measured else None
+        matches = measured and i != measured["trigger"] and (i < measured["trigger"]) == (q["case"] == "before")
+        per_example = (measured or {}).get("per_example_bound_min", {}).get(i) if matches else None
+        rows.append([i, q["case"], q["certified"], t.get("t1_bound"), t.get("verdict", "-"), per_example,
+                     m["mean"][i] if matches else None, m["min"][i] if matches else None])
+    return rows
+
+
+def nontrigger_mass(measured: dict, k: int) -> tuple[float, float]:
+    """(mean, min) BOS mass of head k over the evaluation sequences' non-trigger queries."""
+    skip = (0, measured["trigger"])
+    h = measured["heads"][k]
+    return (sum(v for i, v in enumerate(h["mean"]) if i not in skip) / (len(h["mean"]) - 2),
+            min(v for i, v in enumerate(h["min"]) if i not in skip))
+
+
+def stack_status(certified_min: float, level: float, measured_mean: float | None) -> str:
+    """A stack head's verdict in words: the bound certifies a sink at ``level``, or it does not, and
+    then either the head does not sink on the evaluation set (mean <= STACK_SINK_MASS) or the bound
+    is too weak to say (a vacuous bound is no evidence either way)."""
+    from empirical.training.metrics import STACK_SINK_MASS
+
+    if certified_min >= level:
+        return f"sink certified (>= {level} on every input)"
+    if measured_mean is not None and measured_mean <= STACK_SINK_MASS:
+        return "no sink certified (the head does not sink on the eval set)"
+    return "no useful bound"
+
+
+def stack_rows(cert: dict, measured: dict | None) -> list[list[Any]]:
+    """Per head of a stack: measured non-trigger BOS mass (mean, min; eval set), the certified
+    minimum over every input and non-trigger query, and the verdict in words."""
+    rows = []
+    for k, h in enumerate(cert["heads"]):
+        mean, low = nontrigger_mass(measured, k) if measured else (None, None)
+        rows.append([f"L{h['layer']}H{h['head']}", mean, low, h["min_bos_certified"],
+                     stack_status(h["min_bos_certified"], cert["sink_level"], mean)])
+    return rows
+
+
+STACK_COLUMNS = ["head", "measured mean (eval set, non-trigger)", "measured min (eval set)",
+                 "certified min a_i0 (every input, non-trigger)", "verdict"]
+
+COLUMNS = ["position", "case", "certified min a_i0 (every input)", "T1 bound 1 - f(eta_up)", "T1 check",
+           "per-example bound (min, eval set)", "measured mean (eval set)", "measured min (eval set)"]
+
+
+def heat_map(results: list[dict], path: str | Path) -> Path:
+    """Write ``heat_map_figure(results)`` as a PNG."""
+    from empirical.training.figures import save_png
+
+    return save_png(heat_map_figure(results), path)
+
+
+def heat_map_figure(results: list[dict]):
+    """1 - certified minimum BOS mass (every input) above 1 - the measured mean, per head and
+    query position, on a log colour scale: the sinks live in 0.99-1, where a linear scale shows one
+    colour. The measured panel is drawn only when something was measured."""
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    from empirical.training.figures import FLOOR, _plt
+
+    plt = _plt()
+    rows, labels, meas = [], [], []
+    for r in results:
+        cert, m = r["certificate"], r.get("measured")
+        L = cert["L"]
+        if cert["type"] == "relu head":
+            rows.append(np.array([np.nan] + [q["max_bos_weight"] for q in cert["queries"]]))
+            labels.append(f"{r['label']} L0H0 (max)")
+            meas.append(_measured(m, 0, L))
+        elif cert["type"] == "single head":
+            worst = np.full(L, np.nan)
+            for q in cert["queries"]:
+                if q["case"] != "trigger":
+                    worst[q["position"]] = np.fmin(worst[q["position"]], q["certified"]) if not np.isnan(worst[q["position"]]) else q["certified"]
+            rows.append(worst)
+            labels.append(f"{r['label']} L0H0")
+            meas.append(_measured(m, 0, L))
+        else:
+            for k, hd in enumerate(cert["heads"]):
+                rows.append(np.array([np.nan if v is None else v for v in hd["per_position"]]))
+                labels.append(f"{r['label']} L{hd['layer']}H{hd['head']}")
+                meas.append(_measured(m, k, L))
+    panels = [(rows, "certified: 1 - min BOS mass over every input (non-trigger queries)")]
+    if not np.all(np.isnan(np.array(meas, dtype=float))):
+        panels.append((meas, "measured: 1 - mean BOS mass (eval set, trigger 7)"))
+    norm = LogNorm(vmin=FLOOR, vmax=1)
+    # panels one above the other, about 0.45 inch per query so that every cell's value fits
+    fig, axes = plt.subplots(len(panels), 1, figsize=(0.45 * (L - 1) + 3, len(panels) * (0.9 + 0.4 * len(rows)) + 0.6),
+                             squeeze=False, layout="constrained")
+    axes = axes.T
+    for ax, (data, title) in zip(axes[0], panels):
+        gap = np.clip(1 - np.array(data, dtype=float)[:, 1:], FLOOR, 1)  # query 0 (BOS itself) left out
+        im = ax.imshow(gap, norm=norm, cmap="viridis_r", aspect="auto")
+        for (r, c), v in np.ndenumerate(gap):
+            ax.text(c, r, "—" if np.isnan(v) else (f"{v:.0e}" if v < 0.995 else "1"), ha="center", va="center",
+                    fontsize=5.5, color="white" if v < 1e-2 else "black")
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_xticks(range(gap.shape[1]), range(1, gap.shape[1] + 1), fontsize=6)
+        ax.set_xlabel("query position i (—: the trigger, or nothing certified there)", fontsize=7)
+        ax.set_title(title, fontsize=8)
+    bar = fig.colorbar(im, ax=axes[0].tolist(), shrink=0.9)
+    bar.set_label("1 - a_i0, log scale", fontsize=7)
+    fig.suptitle(f"BOS mass as 1 - a_i0 (small = strong sink; 1 = nothing on BOS; {FLOOR:g} or less drawn at "
+                 f"{FLOOR:g})", fontsize=8)
+    return fig
+
+
+def _measured(m: dict | None, head: int, L: int):
+    """Head ``head``'s measured mean BOS mass per query, the trigger query blanked (it is no
+    non-trigger query); all NaN when nothing was measured."""
+    import numpy as np
+
+    if not m:
+        return np.full(L, np.nan)
+    row = np.array(m["heads"][head]["mean"], dtype=float)
+    row[m["trigger"]] = np.nan
+    return row

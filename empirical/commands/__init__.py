@@ -1,1 +1,0 @@
-"""One module per ``sinks`` subcommand (see ``empirical.cli``)."""

@@ -1,5 +1,0 @@
-"""The parts of ``sinks reproduce``, one module each (see ``empirical.reproduce``).
-
-A part ``empirical/parts/<name>.py`` defines ``run(results_dir: Path, quick: bool, device: str)
--> dict`` returning ``{"claims": [...], "tables": [...], ...}``.
-"""

@@ -1,0 +1,1 @@
+"""One module per ``sinks`` subcommand (see ``empirical.pipeline.cli``)."""

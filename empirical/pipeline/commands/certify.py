@@ -1,0 +1,126 @@
+"""``sinks certify WEIGHTS``: certify a head's sink (and error) over EVERY input, not a sample.
+
+WEIGHTS is the project's JSON or npz, a safetensors file, a ``sinks train`` summary (one network
+per seed) or a PyTorch state dict of the paper's original code (``torch.load(weights_only=True)``).
+Prints per head and query position the certified minimum BOS mass with its witness, eta_up /
+eta_lo and the T1 check beside the measured figures; writes ``certify.json`` (with provenance)
+and ``certify.png`` (certified minimum beside the measured mean) into ``--out``. Everything is
+computed before anything is written, so bad input leaves no partial output (exit 2).
+
+d and the attention kind come from the file; a training summary also fixes L (its config's),
+so the certificate is for the length the weights were trained at. ``--L`` other than that is an
+override that the output's first line and ``certify.json``'s ``length`` record state; a
+``--kind`` that disagrees with the file's is bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("certify", help="certify a head's BOS mass and error over every input (any weights)")
+    p.add_argument("weights", help="weights: .json (project or sinks train summary), .npz, .safetensors, .pt/.pth/.bin")
+    p.add_argument("--L", type=int, default=None,
+                   help="sequence length including BOS (default: a training summary's own L, else 16, the "
+                        "reference); an L other than the summary's is certified as an override, which the "
+                        "output and certify.json state")
+    p.add_argument("--kind", default=None, help="attention kind when the file does not say (default softmax); "
+                                                "one that disagrees with the file's is bad input")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="only these seeds of a training summary")
+    p.add_argument("--no-measure", action="store_true", help="skip the measured figures (no torch)")
+    p.add_argument("--out", default="results/certify", help="folder for certify.json and certify.png")
+    p.set_defaults(run=run)
+
+
+def _fmt(x, digits: int = 6) -> str:
+    return "-" if x is None else (f"{x:.{digits}g}" if isinstance(x, float) else str(x))
+
+
+def _print(label: str, cert: dict, rows: list) -> None:
+    from empirical.analysis.certificates import COLUMNS
+
+    print(f"== {label}: {cert['kind']}, d = {cert['d']}, L = {cert['L']}, {cert['type']} ({cert['seconds']:.1f} s)")
+    if cert["type"] == "relu head":
+        print(f"  largest BOS weight over every input and query: {cert['max_bos_weight']:.6g} (exact); largest "
+              f"non-trigger row mass <= {cert['max_row_mass_nontrigger']:.3g}")
+        return
+    if cert["type"] == "stack":
+        from empirical.analysis.certificates import STACK_COLUMNS
+
+        print(f"  CPU time {cert['cpu_seconds']:.1f} s; per head the minimum over every trigger position and non-trigger query")
+        print("  " + " | ".join(STACK_COLUMNS))
+        for r in rows:
+            print("  " + " | ".join(_fmt(v) for v in r))
+        print(f"  heads with a sink certified: {cert['non_vacuous_fraction']:.2f} (>= {cert['sink_level']:g} at every "
+              f"non-trigger query); (head, query position) pairs certified >= {cert['sink_level']:g}: "
+              f"{cert['non_vacuous_query_fraction']:.2f}")
+        return
+    print("  " + " | ".join(COLUMNS))
+    for r in rows:
+        print("  " + " | ".join(_fmt(v) for v in r))
+    worst = min((q for q in cert["queries"] if q["case"] != "trigger"), key=lambda q: q["certified"])
+    print(f"  worst non-trigger query {worst['position']} ({worst['case']}): a_i0 >= {worst['certified']:.10g}, "
+          f"witness a_i0 in [{worst['witness_low']:.10g}, {worst['witness_high']:.10g}] (trigger at {worst['trigger']}, "
+          f"query content {[round(v, 3) for v in worst['query_content']]}, other tokens {[round(v, 3) for v in worst['key_content']]})")
+    print(f"  max BOS mass at the trigger <= {cert['max_bos_trigger']:.6g}; all searches closed: {cert['all_exact']} "
+          f"(largest gap {cert['largest_gap']:.2g})")
+    e = cert["eta"]
+    print(f"  eta_up {e['eta_up']:.6g} ({e['attained_by']}), eta_lo {e['eta_lo']:.6g} (replayed witness, trigger "
+          f"{e['trigger']}), ratio {_fmt(e['ratio'], 3)}")
+    if cert.get("t1"):
+        b = cert["t1"]["bounds"]
+        print(f"  T1 at eta_up: (a) {'applies' if b['pre_applies'] else 'does not apply'} (eta <= 1/12) bound "
+              f"{_fmt(b['pre_bound'])}; (b) {'applies' if b['all_applies'] else 'does not apply'} (eta <= 1/120) "
+              f"bound {_fmt(b['all_bound'])}; overall: {cert['t1']['overall']}")
+
+
+def resolve_length(asked: int | None, loaded) -> dict:
+    """The length to certify at: the summary's own (every seed of one summary shares it), or
+    ``--L``; an ``--L`` other than the trained one is an override, said in ``says``."""
+    trained = sorted({item.L for item in loaded if item.L is not None})
+    trained_L = trained[0] if len(trained) == 1 else None
+    if asked is None:
+        L, source = (trained_L, "the training summary") if trained_L is not None else (16, "the reference default")
+    else:
+        L, source = asked, "--L"
+    override = asked is not None and trained_L is not None and asked != trained_L
+    says = f"length: L = {L} (from {source})"
+    if override:
+        says = (f"length: L = {L} from --L, an OVERRIDE: these weights were trained at L = {trained_L}; "
+                f"the certificate is for L = {L}")
+    return {"L": L, "source": source, "trained_L": trained_L, "override": override, "says": says}
+
+
+def run(args: argparse.Namespace) -> int:
+    from constructions import files
+    from constructions.errors import BadInput
+    from empirical.analysis import certificates
+    from empirical import weights
+
+    if args.L is not None and args.L < 4:
+        raise BadInput(f"--L must be >= 4, got {args.L}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--out {out} is a file, not a folder")
+    loaded = weights.load(args.weights, kind=args.kind, seeds=args.seeds)
+    length = resolve_length(args.L, loaded)
+    L = length["L"]
+    results = []
+    for item in loaded:
+        cert = certificates.certify_network(item.network, L)
+        measured = None if args.no_measure else certificates.measure(item.network, L)
+        rows = (certificates.comparison_rows(cert, measured) if cert["type"] == "single head"
+                else certificates.stack_rows(cert, measured) if cert["type"] == "stack" else [])
+        if not results:
+            print(length["says"])
+        results.append({"label": item.label, "certificate": cert, "measured": measured, "table": rows})
+        _print(item.label, cert, rows)
+    record = {"weights": str(args.weights), "length": length, "results": results, "columns": certificates.COLUMNS,
+              "provenance": files.provenance({"weights": str(args.weights), "L": args.L, "kind": args.kind,
+                                              "seeds": args.seeds, "measure": not args.no_measure}, args.seeds)}
+    figure = certificates.heat_map(results, out / "certify.png")
+    path = files.write_json(out / "certify.json", record)
+    print(f"certificate: {path}\nfigure: {figure}")
+    return 0

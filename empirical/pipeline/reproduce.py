@@ -1,0 +1,359 @@
+"""``sinks reproduce``: run every part of the suite, keep one JSON per part, build REPORT.md.
+
+A part is a module ``empirical/pipeline/parts/<name>.py`` with
+``run(results_dir: Path, quick: bool, device: str) -> dict``. The dict has a key ``"claims"``,
+a list of ``{"claim", "verdict", "evidence", "test", "command", "figures"}`` (verdict one of
+``VERDICTS``; ``figures`` are file names relative to ``results_dir``), and may have
+``"tables"``, a list of ``{"title", "columns": [...], "rows": [[...], ...], "note"}`` that the
+report prints as they are (the per-run table of the reference experiments, the beyond-the-paper
+table). Every other key is kept under ``"details"`` in the part's file.
+
+Resuming: ``results/<part>.json`` is written atomically (``files.write_json``) once the part has
+finished, with its provenance (config: part, quick, device). A part whose file is complete, ok and
+has the same config is not rerun unless ``force``; a missing, corrupt or failed file is rerun. A
+long part keeps its own finished runs with ``empirical.pipeline.sweep.run_sweep`` (e.g. under
+``results_dir / "runs" / <part>``) so that an interrupted part resumes run by run.
+
+``build_report(results_dir)`` writes ``REPORT.md`` from the part files only, so the report can be
+rebuilt (``sinks report``) without running anything. The commands ``sinks reproduce`` and
+``sinks report`` also write ``claims.json`` beside it, the part of the run that the READMEs'
+generated tables quote (``empirical.pipeline.published.write_digest``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from constructions.errors import BadInput
+from constructions.files import provenance, to_jsonable, write_atomic, write_json
+
+PARTS = ("proofs", "constructions", "smt", "training", "beyond")
+# The report's one vocabulary: every claim's verdict is one of these words, defined here once; the
+# report's header, the READMEs' claims tables and tests/test_vocabulary.py read this table.
+VERDICT_MEANINGS = {
+    "proved": "a proof for every input of the stated class: sympy certificates, or z3 UNSAT on a finite "
+              "instance (its LP steps checked exactly in fractions)",
+    "verified exactly": "exact or interval arithmetic on every input of a named finite instance or explicit "
+                        "construction, or a certificate over every input that decides the claim",
+    "verified numerically": "floating point on the stated inputs, within the stated margins",
+    "observed": "trained models, over seeds: the claim's stated criterion held in every seed",
+    "not met": "trained models, over seeds: the claim's stated criterion (a SPEC expectation) failed in some "
+               "seed; a measurement, not a mathematical refutation",
+    "refuted": "a mathematical counterexample: an exact construction, a replayed SMT model or a replayed "
+               "witness input",
+    "unknown": "not decided: a solver's unknown or timeout, a certificate too weak to decide, or runs that "
+               "did not converge",
+    "failed": "the check did not run to completion, or a construction failed its own check",
+}
+VERDICTS = tuple(VERDICT_MEANINGS)
+REPORT = "REPORT.md"
+
+
+@dataclass(frozen=True)
+class PartConfig:
+    """What a part's result depends on; a stored result is reused only for the same config."""
+
+    part: str
+    quick: bool
+    device: str
+
+
+# ----------------------------------------------------------------------------------------
+# Parts: discovery, validation, running.
+
+
+def part_exists(name: str) -> bool:
+    return importlib.util.find_spec(f"empirical.pipeline.parts.{name}") is not None
+
+
+def part_path(results_dir: Path, name: str) -> Path:
+    return Path(results_dir) / f"{name}.json"
+
+
+def load_part(results_dir: Path, name: str) -> dict | None:
+    """The stored record of part ``name``, or None if it is missing, unreadable or malformed
+    (claims or tables not in the form ``validate_output`` accepts)."""
+    try:
+        record = json.loads(part_path(results_dir, name).read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    try:  # a stored file is only used if it still has the shape a part's output must have
+        record["claims"], record["tables"], _ = validate_output(record)
+    except (ValueError, TypeError):
+        return None
+    return record
+
+
+def check_selection(only: Iterable[str] | None) -> tuple[str, ...]:
+    """The parts to run, in ``PARTS`` order; an unknown name is bad input."""
+    if not only:
+        return PARTS
+    unknown = [name for name in only if name not in PARTS]
+    if unknown:
+        raise BadInput(f"unknown part(s) {', '.join(unknown)}; valid: {', '.join(PARTS)}")
+    return tuple(name for name in PARTS if name in set(only))
+
+
+def validate_output(output: Any) -> tuple[list[dict], list[dict], dict]:
+    """Split a part's output into (claims, tables, details); malformed output raises ValueError."""
+    if not isinstance(output, dict) or not isinstance(output.get("claims"), list):
+        raise ValueError("a part must return a dict with a list under 'claims'")
+    claims = [_check_claim(n, claim) for n, claim in enumerate(output["claims"])]
+    tables = [_check_table(n, table) for n, table in enumerate(output.get("tables") or [])]
+    details = {k: v for k, v in output.items() if k not in ("claims", "tables")}
+    return claims, tables, details
+
+
+def _check_claim(n: int, claim: Any) -> dict:
+    if not isinstance(claim, dict):
+        raise ValueError(f"claim {n} is not a dict")
+    for key in ("claim", "verdict", "evidence"):
+        if not isinstance(claim.get(key), str) or not claim[key]:
+            raise ValueError(f"claim {n} needs a non-empty string {key!r}")
+    if claim["verdict"] not in VERDICTS:
+        raise ValueError(f"claim {n} has verdict {claim['verdict']!r}; valid: {', '.join(VERDICTS)}")
+    figures = claim.get("figures") or []
+    if not isinstance(figures, list) or not all(isinstance(f, str) for f in figures):
+        raise ValueError(f"claim {n}: 'figures' must be a list of file names")
+    return {**claim, "test": str(claim.get("test") or ""), "command": str(claim.get("command") or ""),
+            "figures": figures}
+
+
+def _check_table(n: int, table: Any) -> dict:
+    if not isinstance(table, dict) or not isinstance(table.get("columns"), list) or not isinstance(
+            table.get("rows"), list):
+        raise ValueError(f"table {n} needs 'columns' and 'rows' lists")
+    width = len(table["columns"])
+    for r, row in enumerate(table["rows"]):
+        if not isinstance(row, list) or len(row) != width:
+            raise ValueError(f"table {n} row {r} must be a list of {width} cells")
+    return {"title": str(table.get("title") or f"table {n}"), "columns": table["columns"],
+            "rows": table["rows"], "note": str(table.get("note") or "")}
+
+
+def plain(obj: Any) -> Any:
+    """JSON-able copy of a part's output: dataclasses, numpy / torch scalars and arrays included."""
+    obj = to_jsonable(obj)
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [plain(v) for v in obj]
+    if hasattr(obj, "tolist") and callable(obj.tolist):  # arrays and tensors (after .cpu() if needed)
+        return plain((obj.cpu() if hasattr(obj, "cpu") else obj).tolist())
+    return obj
+
+
+def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool = False) -> str:
+    """Run one part unless a matching finished result exists; returns what happened:
+    "missing" (no module), "reused", "ok" or "failed" (the failure is recorded in its file)."""
+    if not part_exists(name):
+        return "missing"
+    config = PartConfig(name, quick, device)
+    stored = load_part(results_dir, name)
+    if (not force and stored is not None and stored.get("status") == "ok"
+            and stored.get("provenance", {}).get("config") == to_jsonable(config)):
+        return "reused"
+    from empirical.host import usage
+
+    start, meter = time.perf_counter(), usage.Meter(sample=True)
+    record: dict[str, Any] = {"part": name, "status": "ok"}
+    try:
+        module = importlib.import_module(f"empirical.pipeline.parts.{name}")
+        claims, tables, details = validate_output(plain(module.run(Path(results_dir), quick, device)))
+        json.dumps(details)  # a result that cannot be stored is a failure of the part
+        record.update(claims=claims, tables=tables, details=details)
+    except Exception as e:  # a broken part is reported, and the other parts still run
+        message = f"{type(e).__name__}: {e}".splitlines()[0]
+        record.update(status="failed", error=message, traceback=traceback.format_exc(), tables=[], claims=[{
+            "claim": f"part '{name}' runs to completion", "verdict": "failed", "evidence": message,
+            "test": "", "command": f"sinks reproduce --only {name}", "figures": []}])
+    record["wall_s"] = round(time.perf_counter() - start, 2)
+    record["usage"] = meter.read()  # CPU time includes the part's worker processes
+    record["machine"] = usage.machine()
+    record["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    record["commit"] = git_commit()
+    record["provenance"] = provenance(config, None, device)
+    write_json(part_path(results_dir, name), record)
+    return record["status"]
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, "+ changes" when its tracked files differ from it; None outside git."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + (" + changes" if dirty else "")) or None
+
+
+def reproduce(
+    results_dir: str | Path = "results",
+    quick: bool = False,
+    device: str = "cpu",
+    only: Iterable[str] | None = None,
+    force: bool = False,
+    log: Callable[[str], None] = lambda line: None,
+) -> dict[str, str]:
+    """Run the selected parts in order, then build REPORT.md; returns each part's status."""
+    results_dir = Path(results_dir)
+    selection = check_selection(only)
+    if results_dir.exists() and not results_dir.is_dir():
+        raise BadInput(f"results folder {results_dir} is a file, not a folder")
+    results_dir.mkdir(parents=True, exist_ok=True)
+    statuses = {}
+    for name in selection:
+        log(f"[{name}] running ({'quick' if quick else 'default'}, {device})" if part_exists(name)
+            else f"[{name}] missing: empirical/pipeline/parts/{name}.py does not exist")
+        start = time.perf_counter()
+        statuses[name] = run_part(name, results_dir, quick, device, force)
+        if statuses[name] != "missing":
+            log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s{_usage_note(results_dir, name, statuses[name])}")
+    report = build_report(results_dir)
+    log(f"report: {report}")
+    return statuses
+
+
+def _usage_note(results_dir: Path, name: str, status: str) -> str:
+    """' (12.0 s wall, 20.1 s CPU, load ...)' for a part that ran now; '' otherwise."""
+    from empirical.host.usage import describe
+
+    usage = (load_part(results_dir, name) or {}).get("usage") if status in ("ok", "failed") else None
+    return f" ({describe(usage)})" if usage else ""
+
+
+# ----------------------------------------------------------------------------------------
+# The report, from the part files only.
+
+
+class _Raw(str):
+    """A cell already formatted as markdown (not escaped again)."""
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+
+
+def _code(text: str) -> str:
+    return f"`{_cell(text)}`" if text else "—"
+
+
+def _row(cells: Iterable[Any]) -> str:
+    return "| " + " | ".join(_cell(c) if not isinstance(c, _Raw) else str(c) for c in cells) + " |"
+
+
+def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
+    return [_row(columns), "|" + "---|" * len(columns), *(_row(r) for r in rows)]
+
+
+def _figure_links(results_dir: Path, figures: list[str]) -> _Raw:
+    links = [f"[{f}]({f})" + ("" if (results_dir / f).exists() else " (missing)") for f in figures]
+    return _Raw(", ".join(links) or "—")
+
+
+def _absence(results_dir: Path, name: str) -> str:
+    if part_path(results_dir, name).exists():
+        return f"unreadable results file {name}.json (rerun `sinks reproduce --only {name}`)"
+    if not part_exists(name):
+        return f"missing: module empirical/pipeline/parts/{name}.py does not exist"
+    return f"not run yet (`sinks reproduce --only {name}`)"
+
+
+def build_report(results_dir: str | Path) -> Path:
+    """Write ``results_dir/REPORT.md`` from the part files; nothing is recomputed."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise BadInput(f"results folder not found: {results_dir}")
+    records = {name: load_part(results_dir, name) for name in PARTS}
+    lines = [
+        "# Reproduction report",
+        "",
+        "Built from the part files in this folder (`<part>.json`, written by `sinks reproduce`); "
+        "rebuild it with `sinks report --results <folder>`. SPEC is the project's specification, "
+        "constructions/SPEC.md (section 4: the reference results set beside the runs). Verdicts: "
+        + "; ".join(f"*{word}*: {meaning}" for word, meaning in VERDICT_MEANINGS.items()) + ".",
+        *_parts_section(results_dir, records),
+        *_claims_section(results_dir, records),
+        *_tables_section(records),
+    ]
+    text = "\n".join(lines) + "\n"
+    return write_atomic(results_dir / REPORT, lambda f: f.write(text))
+
+
+def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:
+    rows = []
+    for name, record in records.items():
+        if record is None:
+            rows.append([name, _absence(results_dir, name), "", "", "", "", "", "", ""])
+            continue
+        config = record.get("provenance", {}).get("config") or {}
+        status = record.get("status", "?") + (f": {record['error']}" if record.get("error") else "")
+        usage = record.get("usage") or {}
+        rows.append([name, status, "quick" if config.get("quick") else "default",
+                     record.get("provenance", {}).get("device", "?"), f"{record.get('wall_s', 0):.1f} s",
+                     f"{usage['cpu_s']:.1f} s" if "cpu_s" in usage else "not recorded", _load_cell(usage),
+                     len(record["claims"]), _Raw(f"[{name}.json]({name}.json)")])
+    stored = [r for r in records.values() if r]
+    total = sum(r.get("wall_s", 0) for r in stored)
+    cpu = sum((r.get("usage") or {}).get("cpu_s", 0) for r in stored)
+    machines = sorted({_machine_line(r["machine"]) for r in stored if r.get("machine")})
+    return ["", "## Parts", "",
+            *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
+            "", f"Total wall time of the stored parts: {total:.1f} s; CPU time {cpu:.1f} s "
+                "(user + system, the parts' worker processes included).",
+            "", "Machine: " + ("; ".join(machines) or "not recorded") + ". Load: the machine's 1-minute load "
+                "average while the part ran (mean of samples every 10 s, with start and end), every process "
+                "counted, the run's own workers included. On a loaded machine wall time overstates what an "
+                "idle one needs; CPU time moves much less with the load."]
+
+
+def _load_cell(usage: dict) -> str:
+    if usage.get("load_mean") is None:
+        return "not recorded"
+    return f"{usage['load_mean']:.1f} ({usage['load_start']:.1f} → {usage['load_end']:.1f})"
+
+
+def _machine_line(machine: dict) -> str:
+    return f"{machine.get('cpu', '?')}, {machine.get('logical_cpus', '?')} logical CPUs, {machine.get('owned_cores', '?')} owned by the run"
+
+
+def _claims_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:
+    rows, counts = [], {}
+    for name, record in records.items():
+        for claim in (record or {}).get("claims", []):
+            counts[claim["verdict"]] = counts.get(claim["verdict"], 0) + 1
+            rows.append([name, claim["claim"], _Raw(f"**{_cell(claim['verdict'])}**"), claim["evidence"],
+                         _Raw(_code(claim["test"])), _Raw(_code(claim["command"])),
+                         _figure_links(results_dir, claim["figures"])])
+    if not rows:
+        return ["", "## Claims", "", "No claims stored yet."]
+    tally = ", ".join(f"{v} {counts[v]}" for v in VERDICTS if v in counts)
+    return ["", "## Claims", "", *_table(["part", "claim", "verdict", "evidence", "test", "command", "figures"], rows),
+            "", f"Verdicts: {tally}."]
+
+
+def _tables_section(records: dict[str, dict | None]) -> list[str]:
+    lines = []
+    for name, record in records.items():
+        for table in (record or {}).get("tables", []):
+            lines += ["", f"## {name}: {_cell(table['title'])}", ""]
+            lines += _table([str(c) for c in table["columns"]], table["rows"])
+            if table["note"]:
+                lines += ["", _cell(table["note"])]
+    return lines
