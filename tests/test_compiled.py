@@ -46,12 +46,13 @@ def test_the_compiled_layer_equals_the_exact_reference(kind, layers, heads, ense
 
 
 def test_an_ensemble_member_trained_with_the_compiled_layer_equals_its_single_run(restore_choice):  # noqa: F811
-    """Against ``bmm``'s run of the same seed, 25 float32 steps later: weights within 1e-6 (a few
-    ulps of the weights' 0.1-1 scale; measured 9e-7 at most, norm 1e-6 of the weights'; ``fused``,
-    with torch's exp, 2e-7: Cephes' exp and the kernel's order of sums round differently)."""
+    """The formulations' test at d = L = 8, with its tolerances on the unit scale (see there): the
+    2e-6 absolute tolerance against ``bmm`` this test had was measured on an Intel host (9e-7 at
+    most there; Cephes' exp and the kernel's order of sums round differently from torch's); an AMD
+    EPYC host moved a 0.00099 figure by 2.1e-6."""
     small = dict(test_formulations.SMALL, d=8, L=8, eval_trigger=5)
     test_formulations.test_an_ensemble_member_trained_with_each_formulation_equals_its_single_run(
-        "compiled", None, small, to_bmm=(1e-4, 2e-6))
+        "compiled", None, small)
 
 
 @pytest.mark.parametrize("kind", KINDS)

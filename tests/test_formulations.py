@@ -94,14 +94,24 @@ def restore_choice(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("name", AUTOMATIC)
 def test_an_ensemble_member_trained_with_each_formulation_equals_its_single_run(name, restore_choice, small=SMALL,
-                                                                                to_bmm=(1e-4, 1e-8)):
+                                                                                to_bmm=(1e-4, 1e-4)):
+    """Member 2 of three against seed 2 alone, then against ``bmm``'s run of seed 2, 25 float32 steps.
+
+    Tolerances on the unit scale of the compared figures: every figure (loss, error, weight) is
+    computed from O(1) terms, so a figure near zero by cancellation (a vacuous bound's mean of
+    -0.005) carries its terms' absolute error, not a relative one; the absolute tolerance is the
+    relative one times 1. Member against single run: the same products, but the batched 8 x 8
+    product of MKL on an AMD EPYC host rounds differently for 3 members than for 1 (W_Q and W_K's
+    gradients differ in the last bit from step 1; bit-equal at d = 4, 6, 12, 16), so 1e-6, 16 units
+    of float32 roundoff (2^-24) after 25 steps. Against ``bmm``: every reduction in another order
+    from step 1 on, so 1e-4 (``values`` moved that -0.005 mean by 1.2e-6 there)."""
     F.use(name)
     cfg = T.TrainConfig(kind="softmax", layers=2, heads=2, seeds=(0, 1, 2), max_steps=25, **small)
     whole = T.train(cfg, quiet=True)
     alone = T.train(dataclasses.replace(cfg, seeds=(2,)), quiet=True)
     assert whole["timing"]["formulation"]["name"] == name
     view = lambda s, n: {"member": s["members"][n], "weights": s["weights"][n]}  # noqa: E731
-    assert_same_numbers(view(alone, 0), view(whole, 2), rel=1e-6)
+    assert_same_numbers(view(alone, 0), view(whole, 2), rel=1e-6, abs_=1e-6)
     F.use("bmm")
     reference_run = T.train(dataclasses.replace(cfg, seeds=(2,)), quiet=True)
     assert_same_numbers(view(alone, 0), view(reference_run, 0), *to_bmm)  # the same training, rounded differently
