@@ -11,6 +11,7 @@ from typing import Any
 
 from constructions import reference, task
 
+
 def float_check(net: reference.Network, L: int, batch: int = 32, seed: int = 0,
                 device: str = "cpu", dtype: Any = None) -> dict[str, Any]:
     """Run ``net``'s weights in ``empirical.training.model`` on ``batch`` random sequences of length ``L``

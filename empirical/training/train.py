@@ -154,9 +154,9 @@ def train(config: TrainConfig, device: str = "cpu", quiet: bool = False) -> dict
     """Train every seed of ``config`` together; return the JSON-able summary."""
     import torch
 
-    from empirical.training import formulations
     from empirical.host import progress as job_progress
     from empirical.host import usage
+    from empirical.training import formulations
     from empirical.training.model import AttentionModel
 
     meter, split = usage.Meter(sample=True), usage.Split()
@@ -333,9 +333,8 @@ def _evaluate(model, config: TrainConfig, device: str, split=None) -> dict[str, 
     (``empirical.host.usage.Split``) times the bound's QPs as the phase "bound"."""
     import torch
 
-    from empirical.training import bound, metrics
-
     from empirical.host import usage
+    from empirical.training import bound, metrics
 
     split = split or usage.Split()
 
