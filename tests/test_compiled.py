@@ -31,11 +31,11 @@ def built(cache):
     """The kernel at the shapes below (float64 and float32), or a skip that says why not."""
     for L, d, dtype in ((8, 8, torch.float64), (4, 4, torch.float64), (16, 16, torch.float64), (16, 16, torch.float32)):
         if build.library(L, d, dtype, cache) is None:
-            pytest.skip(f"the compiled kernel is not available here: {build.unavailable[(L, d, dtype)]}")
+            pytest.skip(f"the compiled kernel is not available here: {build.unavailable[(L, d, dtype, *build.host_target())]}")
 
 
 def _kernel(L, d, dtype=torch.float64):
-    return build._LOADED[(L, d, dtype)]
+    return build._LOADED[(L, d, dtype, *build.host_target())]
 
 
 @pytest.mark.parametrize("kind", attention.names())
@@ -109,6 +109,8 @@ def test_a_narrower_hosts_build_gives_the_same_numbers(host, L, d, dtype, cache)
     """The kernel built without AVX-512 (a row split into 32- or 16-byte parts) against this host's
     build: the same layer to 1e-12 in float64 (float32: 1e-5; FMA contraction and the order of the
     parts' sums differ), forward and backward."""
+    if build.host_target():
+        pytest.skip(f"${build.TARGET_VARIABLE} sets this run's build; the comparison with the native one runs without it")
     narrow = build.library(L, d, dtype, cache, target=NARROWER[host])
     if narrow is None:
         pytest.skip(f"no {host} build on this host: {build.unavailable[(L, d, dtype, *NARROWER[host])]}")
@@ -170,14 +172,14 @@ def test_where_the_compiled_layer_runs(kind, L, d, runs, restore_choice):  # noq
     node = out.grad_fn.next_functions[0][0]  # under the model's view of the layer's output
     assert (node.name() == "_CompiledLayerBackward") == (runs == "compiled")
     if runs == "other" and kind == "softmax":
-        assert "L=6" in build.unavailable[(L, d, torch.float32)]
+        assert "L=6" in build.unavailable[(L, d, torch.float32, *build.host_target())]
 
 
 def test_without_a_compiler_nothing_is_built_and_the_reason_is_kept(monkeypatch, tmp_path):
     monkeypatch.setattr(build, "compiler", lambda: None)
     monkeypatch.setattr(build, "_LOADED", {})
     assert build.library(8, 8, torch.float64, tmp_path) is None
-    assert build.unavailable[(8, 8, torch.float64)].startswith("no C++ compiler")
+    assert build.unavailable[(8, 8, torch.float64, *build.host_target())].startswith("no C++ compiler")
     assert not (tmp_path / "compiled").exists()
 
 
@@ -205,13 +207,27 @@ def test_a_build_is_cached_per_host_and_shape_and_written_whole(monkeypatch, tmp
     assert name(list(build.FLAGS)) != here  # and so is another machine (-march=native)
 
 
+def test_the_kernel_flags_variable_builds_a_narrower_hosts_kernel(monkeypatch, tmp_path):
+    """``$SINKS_KERNEL_FLAGS`` (CI's AVX2 step) reaches the build as ``target``, so the default
+    library is the narrower host's, cached under its own name."""
+    monkeypatch.setattr(build, "_LOADED", {})
+    monkeypatch.setenv(build.TARGET_VARIABLE, "-mno-avx512f")
+    assert build.host_target() == ("-mno-avx512f",)
+    narrow = build.library(8, 8, torch.float64, tmp_path)
+    if narrow is None:
+        pytest.skip(f"no AVX2 build on this host: {build.unavailable[(8, 8, torch.float64, '-mno-avx512f')]}")
+    assert narrow is build.library(8, 8, torch.float64, tmp_path, target=("-mno-avx512f",))
+    monkeypatch.delenv(build.TARGET_VARIABLE)
+    assert build.library(8, 8, torch.float64, tmp_path).path != narrow.path
+
+
 def test_a_failed_build_is_a_reason_not_a_crash(monkeypatch, tmp_path):
     monkeypatch.setattr(build, "_LOADED", {})
     broken = tmp_path / "attend.cpp"
     broken.write_text("this is not C++\n")
     monkeypatch.setattr(build, "SOURCE", broken)
     assert build.library(8, 8, torch.float64, tmp_path) is None
-    assert build.unavailable[(8, 8, torch.float64)].startswith("the build failed")
+    assert build.unavailable[(8, 8, torch.float64, *build.host_target())].startswith("the build failed")
     assert list((tmp_path / "compiled").iterdir()) == []
 
 
@@ -222,8 +238,9 @@ def test_a_training_summary_says_which_kernel_ran(restore_choice):  # noqa: F811
     small = dict(test_formulations.SMALL, d=8, L=8, eval_trigger=5)
     summary = T.train(T.TrainConfig(kind="softmax", layers=1, heads=1, seeds=(0,), max_steps=3, **small), quiet=True)
     kernels = summary["timing"]["formulation"]["kernels"]
-    assert kernels["L=8 d=8 float32"] == build._LOADED[(8, 8, torch.float32)].path.name
-    assert kernels["L=8 d=8 float32"].startswith("attend-")
+    shape = " ".join(["L=8 d=8 float32", *build.host_target()])  # the flags of $SINKS_KERNEL_FLAGS are named
+    assert kernels[shape] == build._LOADED[(8, 8, torch.float32, *build.host_target())].path.name
+    assert kernels[shape].startswith("attend-")
     F.use("bmm")
     assert "kernels" not in T.train(T.TrainConfig(kind="softmax", layers=1, heads=1, seeds=(0,), max_steps=3, **small),
                                     quiet=True)["timing"]["formulation"]

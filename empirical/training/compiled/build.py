@@ -14,6 +14,7 @@ builds are loaded from it, by the name their hash gives them.
 from __future__ import annotations
 
 import ctypes
+import os
 from pathlib import Path
 
 import torch
@@ -28,6 +29,7 @@ SIZES = (4, 8, 16, 32)  # L and d the source takes (vector extensions: powers of
 FLAGS = ("-std=c++17", "-O3", "-march=native", "-mprefer-vector-width=512", "-ffp-contract=fast",
          "-fno-math-errno", "-shared", "-fPIC", "-Wno-psabi")
 KINDS = {"softmax": 0, "relu": 1}
+TARGET_VARIABLE = "SINKS_KERNEL_FLAGS"
 
 _LOADED: dict[tuple, "Kernel | None"] = {}
 unavailable: dict[tuple, str] = {}  # (L, d, dtype, *target flags) -> why no library
@@ -99,10 +101,17 @@ def library(L: int, d: int, dtype: torch.dtype, cache_dir: Path, target: tuple[s
     into ``cache_dir / "compiled"`` on first use; None (reason in ``unavailable``) if it cannot be.
     ``target``: flags after ``-march=native`` (the tests build ``-mno-avx512f`` to hold the
     narrower hosts' code to the same numbers)."""
-    key = (L, d, dtype) + tuple(target)
+    target = tuple(target) or host_target()
+    key = (L, d, dtype) + target
     if key not in _LOADED:
         _LOADED[key] = _load(L, d, dtype, Path(cache_dir) / "compiled", tuple(target))
     return _LOADED[key]
+
+
+def host_target() -> tuple[str, ...]:
+    """Extra flags from ``$SINKS_KERNEL_FLAGS`` (e.g. ``-mno-avx512f``): the build of a narrower
+    host on this one, so CI runs the AVX2 host's numbers on an AVX-512 machine (issue 36)."""
+    return tuple(os.environ.get(TARGET_VARIABLE, "").split())
 
 
 def _load(L, d, dtype, folder: Path, target: tuple[str, ...] = ()) -> Kernel | None:
