@@ -140,13 +140,14 @@ class ExpSum:
         return ok
 
     def certified(self, exponents: np.ndarray) -> float:
-        """max over boxes of the bound, recomputed in mpmath interval arithmetic (upper end)."""
+        """max over boxes of the bound, recomputed in mpmath interval arithmetic (upper end, ``replay.wide_ends``)."""
         from mpmath import iv
 
         best = -math.inf
         for row in exponents:
-            total = sum((iv.mpf(w) * iv.exp(iv.mpf(float(e))) for (w, _), e in zip(self.terms, row)), iv.mpf(0))
-            best = max(best, replay.up(self.sign * total))
+            def total(row=row):
+                return self.sign * sum((iv.mpf(w) * iv.exp(iv.mpf(float(e))) for (w, _), e in zip(self.terms, row)), iv.mpf(0))
+            best = max(best, replay.wide_ends(total)[1])
         return best
 
 
@@ -189,9 +190,11 @@ class SigmoidSum:
 
         best = -math.inf
         for row in exponents:
-            g = log_sigmoid(row[-1])
-            total = sum((iv.mpf(w) * iv.exp(log_sigmoid(e) - g) for (w, _), e in zip(self.terms, row[:-1])), iv.mpf(0))
-            best = max(best, replay.up(self.sign * total))
+            def total(row=row):
+                g = log_sigmoid(row[-1])
+                return self.sign * sum((iv.mpf(w) * iv.exp(log_sigmoid(e) - g) for (w, _), e in zip(self.terms, row[:-1])),
+                                       iv.mpf(0))
+            best = max(best, replay.wide_ends(total)[1])
         return best
 
 

@@ -104,16 +104,25 @@ def whole_box_ranges(h: heads.Head, max_nodes: int | None = None) -> dict[str, t
 
 
 def _log_up(x: float) -> float:
-    """A float >= log(x) (interval arithmetic, rounded outward)."""
+    """A float >= log(x) (interval arithmetic, rounded outward; ``_outward``)."""
     from mpmath import iv
 
-    return replay.up(iv.log(iv.mpf(x)))
+    return _outward(iv.log, x)[1]
 
 
 def _log_down(x: float) -> float:
+    """A float <= log(x) (-inf unless x > 0)."""
     from mpmath import iv
 
-    return replay.down(iv.log(iv.mpf(x))) if x > 0 else -np.inf
+    return _outward(iv.log, x)[0] if x > 0 else -np.inf
+
+
+def _outward(fn, x: float) -> tuple[float, float]:
+    """Floats (lo, hi) enclosing fn(x) for an mpmath interval function ``fn`` (``replay.wide_ends``:
+    mpmath's 53-bit interval log and exp are not always outward)."""
+    from mpmath import iv
+
+    return replay.wide_ends(lambda: fn(iv.mpf(x)))
 
 
 def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None):
@@ -132,9 +141,9 @@ def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict | Non
     from mpmath import iv
 
     def w(x):
-        return iv.exp(iv.mpf(x)) if h.kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(x)))
+        return iv.exp(x) if h.kind == "softmax" else 1 / (1 + iv.exp(-x))
 
-    return {k: (replay.down(w(a)), replay.up(w(b)))
+    return {k: (max(0.0, _outward(w, a)[0]), _outward(w, b)[1])  # a weight is >= 0
             for k, (a, b) in _exponent_ranges(h, lo[None], hi[None], whole).items()}
 
 

@@ -54,5 +54,25 @@ def up(x) -> float:
     return interval_up(x)
 
 
+WIDE_DIGITS = 34  # interval precision of ``wide_ends`` (113 bits)
+
+
+def wide_ends(compute) -> tuple[float, float]:
+    """Floats (lo, hi) enclosing the interval ``compute()``. mpmath 1.3's interval log and exp are
+    not outward at 53 bits (log(1 + 2^-52) and exp(2^-40) come out one ulp inside: issue 35), so
+    ``compute`` runs at WIDE_DIGITS digits and each end then moves one more float outward: an
+    error below a float's ulp at that precision cannot put an end inside."""
+    import math
+
+    from mpmath import iv
+
+    from constructions.numbers import interval_digits
+
+    with interval_digits(WIDE_DIGITS):
+        y = iv.mpf(compute())
+        lo, hi = y.a, y.b
+    return math.nextafter(interval_down(lo), -math.inf), math.nextafter(interval_up(hi), math.inf)
+
+
 def to_fractions(values) -> list[Fraction]:
     return [exact(float(v)) for v in values]

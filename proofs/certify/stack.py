@@ -85,10 +85,11 @@ def _weight_range(kind: str, up: heads.Exponent, lo: heads.Exponent, n: int) -> 
 
     box = (-np.ones((1, n)), np.ones((1, n)))
     e_hi, e_lo = float(branch.exponent_upper(up, *box).ub[0]), float(branch.exponent_lower(lo, *box).ub[0])
-    if kind == "softmax":
-        return replay.down(iv.exp(e_lo)), replay.up(iv.exp(e_hi))
-    sig = lambda e: 1 / (1 + iv.exp(-iv.mpf(e)))  # noqa: E731
-    return replay.down(sig(e_lo)), replay.up(sig(e_hi))
+
+    def w(e):
+        return iv.exp(iv.mpf(e)) if kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(e)))
+
+    return max(0.0, replay.wide_ends(lambda: w(e_lo))[0]), replay.wide_ends(lambda: w(e_hi))[1]  # a weight is >= 0
 
 
 def _shares(w_lo: np.ndarray, w_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
