@@ -23,7 +23,10 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert command.startswith(".venv/bin/python -m pytest")
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
           if "-m pytest" in line and not line.lstrip().startswith("#")]
-    assert ci == [command]
+    assert ci[0] == command
+    # then CI's AVX2 step (issue 36): the same command on the tests that compare formulations' floats
+    assert ci[1:] == [f"{command} tests/test_formulations.py tests/test_compiled.py"]
+    assert "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 SINKS_KERNEL_FLAGS=-mno-avx512f" in (ROOT / ".ci" / "run").read_text()
 
 
 def test_the_default_run_does_not_time_benchmarks():
