@@ -14,15 +14,13 @@ by hand in the source and watching the test fail.
 """
 
 import dataclasses
-import itertools
 
 import mpmath
 import numpy as np
 import pytest
 
-from constructions import task
 from proofs.certify import affine, branch, error, heads, stack, t1, trigger_points as tp, trigger_vertices as tv
-from tests.test_certify_stack import sinking_stack
+from tests.test_certify_stack import per_position_minima, sinking_stack
 from tests.test_trigger_dual import _grid, head_net
 from tests.test_trigger_vertices import brute_rows
 
@@ -215,32 +213,6 @@ def test_t1b_does_not_apply_when_only_eta_lo_is_in_its_range(monkeypatch):
 # 4. deeper layers after the trigger, per trigger position
 
 
-def _per_position_minima(net, L, grid=(-1.0, 0.0, 1.0)):
-    """{(j, layer, head, query): min a_i0 over every content on ``grid``} with the trigger at j
-    (the float64 torch model, held equal to the exact reference by tests/test_model.py)."""
-    import torch
-
-    from empirical.training.model import from_network
-
-    d, n = net.d, net.d - 3
-    contents = np.array(list(itertools.product(grid, repeat=(L - 1) * n))).reshape(-1, L - 1, n)
-    model = from_network(net, dtype=torch.float64)
-    worst = {}
-    for j in range(2, L):
-        x = torch.zeros(len(contents), L, d, dtype=torch.float64)
-        x[:, 0, task.BOS_FLAG] = 1
-        x[:, 1:, task.CONTENT_START:d - 1] = torch.tensor(contents)
-        x[:, 1:, task.content_flag(d)] = 1
-        x[:, j, task.content_flag(d)], x[:, j, task.TRIGGER_FLAG] = 0, 1
-        with torch.no_grad():
-            _, cache = model(x)
-        for layer in range(len(net.layers)):
-            bos = cache[f"L{layer}.pattern"][..., 0].amin(0)  # [H, L]
-            for h in range(bos.shape[0]):
-                for i in range(1, L):
-                    if i != j:
-                        worst[(j, layer, h, i)] = float(bos[h, i])
-    return worst
 
 
 def _chain(net, L, order, memo):
@@ -286,7 +258,7 @@ def test_deeper_layers_after_the_trigger_are_bounded_per_trigger_position(monkey
     monkeypatch.setattr(stack, "layer_step", real)
     alone = {k: v for j in range(2, L) for k, v in _chain(net, L, [j], {}).items()}
     reverse = _chain(net, L, range(L - 1, 1, -1), {})
-    worst = _per_position_minima(net, L)
+    worst = per_position_minima(net, L, grid=(-1.0, 0.0, 1.0))
     for per_j in (recorded, reverse, alone):
         assert _above_enumeration(per_j, worst, L) == []
     for per_j in (recorded, reverse):

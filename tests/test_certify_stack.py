@@ -41,9 +41,9 @@ def sinking_stack(d, seed, kind="softmax", beta=2.0, noise=0.3, layers=2, n_head
     return reference.Network(kind, tuple(ls), residual=True)
 
 
-def enumerated_minima(net, L, grid=GRID):
-    """min over every trigger position and every content on ``grid`` of a_i0, per (layer, head,
-    query): the float64 torch model (held equal to the exact reference by tests/test_model.py)."""
+def per_position_minima(net, L, grid=GRID):
+    """{(j, layer, head, query): min a_i0 over every content on ``grid``} with the trigger at j
+    (the float64 torch model, held equal to the exact reference by tests/test_model.py)."""
     import torch
 
     from empirical.training.model import from_network
@@ -65,8 +65,16 @@ def enumerated_minima(net, L, grid=GRID):
             for h in range(bos.shape[0]):
                 for i in range(1, L):
                     if i != j:
-                        key = (layer, h, i)
-                        worst[key] = min(worst.get(key, 1.0), float(bos[h, i]))
+                        worst[(j, layer, h, i)] = float(bos[h, i])
+    return worst
+
+
+def enumerated_minima(net, L, grid=GRID):
+    """min over every trigger position and every content on ``grid`` of a_i0, per (layer, head,
+    query)."""
+    worst = {}
+    for (_, layer, h, i), value in per_position_minima(net, L, grid).items():
+        worst[(layer, h, i)] = min(worst.get((layer, h, i), 1.0), value)
     return worst
 
 
