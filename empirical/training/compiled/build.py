@@ -99,12 +99,12 @@ def _ptr(t: torch.Tensor | None):
 def library(L: int, d: int, dtype: torch.dtype, cache_dir: Path, target: tuple[str, ...] = ()) -> Kernel | None:
     """The kernel for sequences of L rows of width d in ``dtype`` (float32 or float64), built
     into ``cache_dir / "compiled"`` on first use; None (reason in ``unavailable``) if it cannot be.
-    ``target``: flags after ``-march=native`` (the tests build ``-mno-avx512f`` to hold the
-    narrower hosts' code to the same numbers)."""
+    ``target``: flags after ``-march=native``, by default ``host_target()`` (the tests build
+    ``-mno-avx512f`` to hold the narrower hosts' code to the same numbers)."""
     target = tuple(target) or host_target()
     key = (L, d, dtype) + target
     if key not in _LOADED:
-        _LOADED[key] = _load(L, d, dtype, Path(cache_dir) / "compiled", tuple(target))
+        _LOADED[key] = _load(L, d, dtype, Path(cache_dir) / "compiled", target)
     return _LOADED[key]
 
 
