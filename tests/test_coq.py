@@ -144,6 +144,25 @@ def test_the_scan_finds_added_assumptions_and_ignores_comments():
     assert kernel.scan("Unset Guard Checking.\n")
 
 
+def test_the_scan_finds_sentences_that_reinterpret_a_statements_text():
+    """A Notation, Infix, Coercion or Arguments could make the `<=` or `/` the fidelity parser
+    reads mean another thing (issue 31); importing the standard library's ListNotations is fine."""
+    for sentence in ('Notation "x <=\' y" := (Rle y x) (at level 70).', 'Local Notation two := 3.',
+                     'Infix "+++" := Rplus (at level 50).', "Coercion INR : nat >-> R.", "Arguments f {A} x."):
+        assert kernel.scan(sentence + "\n"), sentence
+    assert kernel.scan("Import ListNotations.\n(* a Notation in a comment *)\n") == []
+
+
+def test_a_short_name_defined_twice_is_reported():
+    """The shadowing plant of issue 31: a second ``T1a`` in a later module, which the fidelity
+    parser (the last definition in compile order) would read instead of the theorem's."""
+    texts = {"T1.v": "Definition T1a : Prop :=\n  True.\n", "Cancelling.v": "(* T1a *)\nDefinition T1a : Prop := False.\n",
+             "Task.v": "Lemma valid : True. Proof. exact I. Qed.\n"}
+    (line,) = kernel.duplicate_names(texts)
+    assert line.startswith("T1a defined in T1.v, Cancelling.v")
+    assert kernel.duplicate_names({"A.v": "Definition a := 1.\nLemma b : True.\n"}) == []
+
+
 @needs_coqc
 def test_a_planted_false_t1a_is_rejected_by_coqc(report, copy):
     # f_pre/4 is false: the softmax family at L = 16, beta = 10 has 1 - a = 6.35e-4 > f_pre(eta)/4 = 4.09e-4
@@ -192,6 +211,18 @@ def test_an_added_axiom_anywhere_turns_the_verdicts_unknown(report, copy, sympy_
     planted = kernel.check(copy)
     assert planted.ran and not planted.ok and "Axiom" in planted.reason
     verdicts = _overlaid(sympy_verdicts, planted)
+    assert all(v.status == "unknown" for v in verdicts.values() if v.name in TWINS)
+
+
+@needs_coqc
+@pytest.mark.parametrize("plant", ["Definition T1a : Prop := True.\n", 'Notation "x <=\' y" := (Rle y x) (at level 70).\n'])
+def test_a_shadowing_definition_or_a_notation_turns_the_verdicts_unknown(report, copy, sympy_verdicts, plant):
+    # in the last file, so that only it is compiled again; both compile, so only the scan sees them
+    _plant(copy, "Cancelling.v", "Import ListNotations.\n", "Import ListNotations.\n" + plant)
+    planted = kernel.check(copy)
+    assert planted.ran and not planted.ok and "forbidden in the source" in planted.reason, planted.reason
+    verdicts = _overlaid(sympy_verdicts, planted)
+    assert verdicts["t1_single_layer_sink"].status == "unknown"
     assert all(v.status == "unknown" for v in verdicts.values() if v.name in TWINS)
 
 

@@ -44,6 +44,12 @@ _FORBIDDEN = re.compile(
     r"\b(Admitted|admit|Admit\s+Obligations|Axioms?|Parameters?|Conjectures?)\b"
     r"|\bUnset\s+(Guard|Positivity|Universe)\s+Checking\b|\bbypass_check\b|\bDeclare\s+ML\s+Module\b")
 _SECTION_LOCAL = re.compile(r"^\s*(Variables?|Hypothes[ie]s|Context)\b")
+# Sentences that change what a statement's text means to the fidelity parser (statements.py
+# reads `<=` and `/` as the reals' own; a Notation or Coercion could make them mean another thing).
+_REINTERPRETING = re.compile(r"\b(Notation|Infix|Coercion|Arguments)\b")
+# A named object; two of one short name across modules let the parser read the wrong one.
+_NAMED = re.compile(r"(?m)^\s*(?:Definition|Fixpoint|Theorem|Lemma|Corollary|Inductive|Record|Example|Remark|Fact"
+                    r"|Proposition|Let)\s+(\w+)")
 
 
 @dataclass(frozen=True)
@@ -101,17 +107,32 @@ def not_run(reason: str) -> KernelReport:
 
 def scan(text: str, name: str = "") -> list[str]:
     """One line per sentence that adds an assumption: an axiom, an admitted proof, a kernel check
-    switched off, or a Variable / Hypothesis / Context outside a Section (an axiom in disguise)."""
+    switched off, or a Variable / Hypothesis / Context outside a Section (an axiom in disguise);
+    or that reinterprets a statement's text: a Notation, Infix, Coercion or Arguments."""
     found, depth = [], 0
     for number, line in enumerate(strip_comments(text).splitlines(), start=1):
         where = f"{name}:{number}"
         m = _FORBIDDEN.search(line)
         if m:
             found.append(f"{where}: {m.group(0)}")
+        m = _REINTERPRETING.search(line)
+        if m:
+            found.append(f"{where}: {m.group(0)} (changes what a statement's text means)")
         depth += len(re.findall(r"^\s*Section\b", line)) - len(re.findall(r"^\s*End\b", line))
         if depth <= 0 and _SECTION_LOCAL.search(line):
             found.append(f"{where}: {line.split()[0]} outside a Section")
     return found
+
+
+def duplicate_names(texts: dict[str, str]) -> list[str]:
+    """One line per short name that two modules (or one, twice) define: the fidelity parser keeps
+    one of them, which need not be the one a theorem uses."""
+    where: dict[str, list[str]] = {}
+    for name, text in texts.items():
+        for m in _NAMED.finditer(strip_comments(text)):
+            where.setdefault(m.group(1), []).append(name)
+    return [f"{n} defined in {', '.join(files)} (one short name per development)"
+            for n, files in where.items() if len(files) > 1]
 
 
 # ----------------------------------------------------------------------------------------
@@ -283,7 +304,8 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
     build = _build_dir()
     for name in files + ["_CoqProject"]:
         shutil.copy2(Path(source) / name, build / name)
-    found = [hit for name in files for hit in scan((build / name).read_text(), name)]
+    texts = {name: (build / name).read_text() for name in files}
+    found = [hit for name in files for hit in scan(texts[name], name)] + duplicate_names(texts)
 
     def report(ok: bool, reason: str, **kw) -> KernelReport:
         return KernelReport(True, ok, reason, version, time.monotonic() - start, _children_cpu() - cpu0,
