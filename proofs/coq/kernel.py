@@ -49,7 +49,7 @@ _SECTION_LOCAL = re.compile(r"^\s*(Variables?|Hypothes[ie]s|Context)\b")
 _REINTERPRETING = re.compile(r"\b(Notation|Infix|Coercion|Arguments)\b")
 # A named object; two of one short name across modules let the parser read the wrong one.
 _NAMED = re.compile(r"(?m)^\s*(?:Definition|Fixpoint|Theorem|Lemma|Corollary|Inductive|Record|Example|Remark|Fact"
-                    r"|Proposition|Let)\s+(\w+)")
+                    r"|Proposition)\s+(\w+)")  # not Let: Section-local, gone at its End
 
 
 @dataclass(frozen=True)
