@@ -140,13 +140,15 @@ class ExpSum:
         return ok
 
     def certified(self, exponents: np.ndarray) -> float:
-        """max over boxes of the bound, recomputed in mpmath interval arithmetic (upper end, ``replay.wide_ends``)."""
+        """max over boxes of the bound, recomputed in mpmath interval arithmetic (upper end,
+        ``replay.wide_ends``)."""
         from mpmath import iv
 
         best = -math.inf
         for row in exponents:
             def total(row=row):
-                return self.sign * sum((iv.mpf(w) * iv.exp(iv.mpf(float(e))) for (w, _), e in zip(self.terms, row)), iv.mpf(0))
+                return self.sign * sum((iv.mpf(w) * iv.exp(iv.mpf(float(e))) for (w, _), e in zip(self.terms, row)),
+                                       iv.mpf(0))
             best = max(best, replay.wide_ends(total)[1])
         return best
 
@@ -192,8 +194,8 @@ class SigmoidSum:
         for row in exponents:
             def total(row=row):
                 g = log_sigmoid(row[-1])
-                return self.sign * sum((iv.mpf(w) * iv.exp(log_sigmoid(e) - g) for (w, _), e in zip(self.terms, row[:-1])),
-                                       iv.mpf(0))
+                terms = zip(self.terms, row[:-1])
+                return self.sign * sum((iv.mpf(w) * iv.exp(log_sigmoid(e) - g) for (w, _), e in terms), iv.mpf(0))
             best = max(best, replay.wide_ends(total)[1])
         return best
 

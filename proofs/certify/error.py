@@ -138,12 +138,7 @@ def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict 
 def raw_weights(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None) -> dict[str, tuple[float, float]]:
     """Enclosures [w-, w+] (floats rounded outward) of the unnormalised weights of BOS, a content
     key and the trigger's own key at trigger queries whose content lies in [lo, hi]."""
-    from mpmath import iv
-
-    def w(x):
-        return iv.exp(x) if h.kind == "softmax" else 1 / (1 + iv.exp(-x))
-
-    return {k: (max(0.0, _outward(w, a)[0]), _outward(w, b)[1])  # a weight is >= 0
+    return {k: replay.weight_ends(h.kind, a, b)
             for k, (a, b) in _exponent_ranges(h, lo[None], hi[None], whole).items()}
 
 

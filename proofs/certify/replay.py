@@ -74,5 +74,16 @@ def wide_ends(compute) -> tuple[float, float]:
     return math.nextafter(interval_down(lo), -math.inf), math.nextafter(interval_up(hi), math.inf)
 
 
+def weight_ends(kind: str, e_lo: float, e_hi: float) -> tuple[float, float]:
+    """Floats enclosing the unnormalised weights w(e) for e in [e_lo, e_hi]: exp (softmax) or
+    sigmoid (sigmoid_norm), both increasing, rounded outward by ``wide_ends``; a weight is >= 0."""
+    from mpmath import iv
+
+    def w(e):
+        return iv.exp(iv.mpf(e)) if kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(e)))
+
+    return max(0.0, wide_ends(lambda: w(e_lo))[0]), wide_ends(lambda: w(e_hi))[1]
+
+
 def to_fractions(values) -> list[Fraction]:
     return [exact(float(v)) for v in values]

@@ -81,15 +81,9 @@ def _weight_range(kind: str, up: heads.Exponent, lo: heads.Exponent, n: int) -> 
     """Certified [min, max] over every input of a key's unnormalised weight: exp of its score
     minus the reference's (softmax) or sigmoid of its score (sigmoid_norm), from the exponents'
     bounds over the whole content box (``branch``'s affine majorants)."""
-    from mpmath import iv
-
     box = (-np.ones((1, n)), np.ones((1, n)))
     e_hi, e_lo = float(branch.exponent_upper(up, *box).ub[0]), float(branch.exponent_lower(lo, *box).ub[0])
-
-    def w(e):
-        return iv.exp(iv.mpf(e)) if kind == "softmax" else 1 / (1 + iv.exp(-iv.mpf(e)))
-
-    return max(0.0, replay.wide_ends(lambda: w(e_lo))[0]), replay.wide_ends(lambda: w(e_hi))[1]  # a weight is >= 0
+    return replay.weight_ends(kind, e_lo, e_hi)
 
 
 def _shares(w_lo: np.ndarray, w_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
