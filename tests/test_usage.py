@@ -58,3 +58,24 @@ def test_jobs_table_says_not_recorded_for_old_records():
     rows = usage.jobs_table([("old", old), ("new", new)], "t")["rows"]
     assert rows[0][2] == "not recorded" and rows[0][5] == "3.0 / not recorded"
     assert rows[1][2:] == ["2.0 / 1.9", "0.5 / 0.4", "0.3", "3.0 / 2.5", "1.5 (1.0 → 2.0)"]
+
+
+def test_the_vector_width_is_the_widest_flag_the_cpu_names():
+    assert usage.cpu_vector_bits({"sse2", "avx", "avx2", "avx512f"}) == 512
+    assert usage.cpu_vector_bits({"sse2", "avx", "avx2"}) == 256
+    assert usage.cpu_vector_bits({"fpu", "sse2"}) == 128
+    assert usage.cpu_vector_bits({"fpu"}) is None
+
+
+def test_the_machine_record_names_its_vector_width_and_what_the_process_was_told(monkeypatch):
+    import torch  # noqa: F401  (the capability is read only from an imported torch)
+
+    monkeypatch.setenv("SINKS_KERNEL_FLAGS", "-mno-avx512f")
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    host = usage.machine()
+    assert host["vector"]["kernel_flags"] == "-mno-avx512f" and host["vector"]["mkl_instructions"] == "AVX2"
+    assert host["vector"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    line = usage.describe_machine(host)
+    assert host["cpu"] in line and "kernel flags: -mno-avx512f" in line and "MKL: AVX2" in line
+    bits = host["vector"]["cpu_vector_bits"]
+    assert (f"{bits}-bit vectors" in line) if bits else ("vector width unknown" in line)

@@ -312,7 +312,9 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
     stored = [r for r in records.values() if r]
     total = sum(r.get("wall_s", 0) for r in stored)
     cpu = sum((r.get("usage") or {}).get("cpu_s", 0) for r in stored)
-    machines = sorted({_machine_line(r["machine"]) for r in stored if r.get("machine")})
+    from empirical.host.usage import describe_machine
+
+    machines = sorted({describe_machine(r["machine"]) for r in stored if r.get("machine")})
     return ["", "## Parts", "",
             *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
             "", f"Total wall time of the stored parts: {total:.1f} s; CPU time {cpu:.1f} s "
@@ -327,10 +329,6 @@ def _load_cell(usage: dict) -> str:
     if usage.get("load_mean") is None:
         return "not recorded"
     return f"{usage['load_mean']:.1f} ({usage['load_start']:.1f} → {usage['load_end']:.1f})"
-
-
-def _machine_line(machine: dict) -> str:
-    return f"{machine.get('cpu', '?')}, {machine.get('logical_cpus', '?')} logical CPUs, {machine.get('owned_cores', '?')} owned by the run"
 
 
 def _claims_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:

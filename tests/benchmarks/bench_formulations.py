@@ -123,7 +123,7 @@ def report(rates: dict, before: dict, after: dict, args) -> tuple[str, dict]:
     per_shape = ", ".join(f"{l} x {h} {author[(l, h)] / ref[(l, h)]:.2f}" for l, h in shapes)
     machine = usage.machine()
     text = "\n".join([
-        f"machine: {machine['cpu']} ({machine['logical_cpus']} logical CPUs, {machine['owned_cores']} owned); "
+        f"machine: {usage.describe_machine(machine)}; "
         f"torch {torch.__version__}, 1 thread; kind {args.kind}",
         f"load average (1 min): {before['load']} at the start, {after['load']} at the end; "
         f"{after['wall'] - before['wall']:.0f} s wall",
