@@ -1,0 +1,163 @@
+"""Certified per-head BOS mass of a softmax residual stack over EVERY input, by zonotopes (issue 33).
+
+The same input classes as ``stack`` (one per trigger position j; the contents u in [-1, 1]^N are
+the first N symbols, ``affine.inputs``), but the stream is a ``zonotope.Zono``: every remainder
+a layer leaves becomes a fresh symbol (``zonotope.fresh``), so the next layer's scores, weights
+and outputs carry it as one shared quantity instead of an independent interval per coordinate.
+Per head and query i (DeepT, Bonaert et al. PLDI 2021):
+
+- scores s_ik = x_i^T M x_k (``scores``): the first-order terms exact in the symbols, the
+  quadratic (G_i e)^T M (G_k e) by its diagonal range plus absolute values off it;
+- softmax as a_ik = 1 / sum_m exp(s_im - s_ik) (``weights``): the differences cancel the symbols
+  that the scores share, then ``zonotope.exp``, a sum, ``zonotope.reciprocal`` (the sum is >= 1:
+  its m = k term is exp(0)); a row whose differences may exceed ``zonotope.EXP_CAP`` is bounded
+  apart, a_ik <= 1 / (1 + sum_{m != k} exp(lo_m));
+- the BOS bound: the larger of a_i0's lower end and 1 - sum_{k>=1} (a_ik's upper end) (the rows
+  sum to one);
+- the output o_i = sum_k a_ik w_k (w_k = V z_k) by ``zonotope.product``, summed over heads and
+  added to the stream.
+
+A head's figure is the minimum over j and the non-trigger queries; ``non_vacuous`` as in ``stack``.
+Softmax only (the trained stacks'); the figures are floats with the a-priori allowances of
+``zonotope`` (tests/test_zono_stack.py holds them below every grid input of tiny stacks).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from constructions import reference
+
+from . import affine, heads
+from .stack import SINK_LEVEL
+from . import zonotope as zt
+from .affine import RELATIVE_SLACK, TINY
+
+
+def inputs(d: int, L: int, j: int) -> zt.Zono:
+    """The tokens, trigger at j, exact: the contents are the symbols."""
+    f = affine.inputs(d, L, j)
+    return zt.exact(f.b, f.A)
+
+
+def scores(M: np.ndarray, z: zt.Zono) -> zt.Zono:
+    """[L, L] every s_ik = x_i^T M x_k (entries k > i unused)."""
+    c, G, r = z.c, z.G, z.r
+    MG = np.einsum("ab,kbe->kae", M, G)  # M G_k   [L, d, E]
+    MtG = np.einsum("ba,ibe->iae", M, G)  # M^T G_i [L, d, E]
+    lin = np.einsum("ia,kae->ike", c, MG) + np.einsum("ka,iae->ike", c, MtG)
+    centre = c @ M @ c.T
+    rho = np.abs(G).sum(axis=2)  # [L, d] |G_i e| per coordinate
+    row_MG, row_MtG = np.abs(MG).sum(axis=2), np.abs(MtG).sum(axis=2)  # [L, d]
+    quad = np.minimum(rho @ row_MG.T, (rho @ row_MtG.T).T)  # [i, k] >= sum |B_ab|, B = G_i^T M G_k
+    diag = np.einsum("iae,kae->ike", G, MG)  # B_ee
+    d_lo, d_hi = np.minimum(diag, 0).sum(axis=2), np.maximum(diag, 0).sum(axis=2)
+    off = np.maximum(quad - np.abs(diag).sum(axis=2), 0.0)
+    Mc, Mtc = np.abs(c @ M.T), np.abs(c @ M)  # |M c_k|, |M^T c_i|
+    rem = r @ (Mc + row_MG).T + ((r @ (Mtc + row_MtG).T).T) + r @ np.abs(M) @ r.T  # [i, k]
+    mag = z.magnitude()
+    slack = RELATIVE_SLACK * 4 * (mag @ np.abs(M) @ mag.T) + TINY
+    return zt.Zono(centre + (d_lo + d_hi) / 2, lin, (d_hi - d_lo) / 2 + off + rem + slack)
+
+
+def _interval_weights(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per key k: a_k in [1 / sum_m exp(hi_km), 1 / sum_m exp(lo_km)] from the ends of the
+    differences s_m - s_k (each from the zonotopes, so the shared symbols have cancelled)."""
+    with np.errstate(over="ignore"):
+        big = np.exp(np.minimum(hi, 700.0)).sum(axis=1) * (1 + zt.FN_RTOL * hi.shape[1])
+        small = np.exp(np.minimum(lo, 700.0)).sum(axis=1) * (1 - zt.FN_RTOL * lo.shape[1])
+        a_lo = np.where(np.all(hi <= 700.0, axis=1), 1.0 / big * (1 - 4 * zt.FN_RTOL), 0.0)
+        a_hi = np.minimum(1.0, 1.0 / np.maximum(small, 1.0) * (1 + 4 * zt.FN_RTOL))
+    return a_lo, a_hi
+
+
+def weights(s: zt.Zono) -> zt.Zono:
+    """[K] a_k = 1 / sum_m exp(s_m - s_k) for one query's scores s [K]: per key the narrower of
+    the zonotope (exp, sum, reciprocal) and the interval from the differences' ends."""
+    K = len(s.c)
+    diff = zt.Zono(s.c[None, :] - s.c[:, None], s.G[None, :, :] - s.G[:, None, :],
+                   s.r[None, :] + s.r[:, None] + RELATIVE_SLACK * (s.magnitude()[None, :] + s.magnitude()[:, None]) + TINY)
+    eye = np.eye(K, dtype=bool)
+    diff.c[eye], diff.G[eye], diff.r[eye] = 0.0, 0.0, 0.0  # s_k - s_k = 0 exactly
+    lo, hi = diff.bounds()
+    i_lo, i_hi = _interval_weights(lo, hi)
+    out = zt.Zono((i_lo + i_hi) / 2, np.zeros((K, s.symbols)), (i_hi - i_lo) / 2 * (1 + RELATIVE_SLACK) + TINY)
+    safe = np.all(hi <= zt.EXP_CAP, axis=1)
+    if safe.any():
+        a = zt.reciprocal(zt.total(zt.exp(diff[safe]), axis=1), floor=1.0)
+        a_lo, a_hi = a.bounds()
+        better = np.zeros(K, bool)
+        better[safe] = a_hi - a_lo < i_hi[safe] - i_lo[safe]
+        pick = better[safe]
+        out.c[better], out.G[better], out.r[better] = a.c[pick], a.G[pick], a.r[pick]
+    return out
+
+
+def bos_low(a: zt.Zono) -> float:
+    """Certified lower bound on a_0 from the weights (zonotopes or intervals) and sum a = 1."""
+    lo, hi = a.bounds()
+    rest = 1.0 - float(np.minimum(hi[1:], 1.0).sum()) * (1 + RELATIVE_SLACK * len(hi)) - TINY
+    return float(min(1.0, max(0.0, lo[0], rest)))
+
+
+def head_output(M: np.ndarray, V: np.ndarray, z: zt.Zono) -> tuple[zt.Zono, np.ndarray]:
+    """One head on the stream: its output [L, d] and the BOS lower bound at every query."""
+    L, d, E = z.G.shape
+    s = scores(M, z)
+    w = zt.linear(V, z)
+    out = zt.Zono(np.zeros((L, d)), np.zeros((L, d, E)), np.zeros((L, d)))
+    low = np.full(L, 1.0)
+    out.c[0], out.G[0], out.r[0] = w.c[0], w.G[0], w.r[0]  # query 0 sees only BOS
+    for i in range(1, L):
+        a = weights(s[i, :i + 1])
+        low[i] = bos_low(a)
+        a_col = zt.Zono(a.c[:, None], a.G[:, None, :], a.r[:, None])
+        o = zt.total(zt.product(a_col, w[:i + 1]), axis=0)
+        out.c[i], out.G[i], out.r[i] = o.c, o.G, o.r
+    return out, low
+
+
+def layer_step(maps: list[heads.Head], z: zt.Zono) -> tuple[zt.Zono, list[np.ndarray]]:
+    """The heads' summed outputs and their per-query BOS bounds."""
+    total, lows = None, []
+    for hm in maps:
+        o, low = head_output(hm.M, hm.V, z)
+        total = o if total is None else zt.add(total, o)
+        lows.append(low)
+    return total, lows
+
+
+def certify_stack(net: reference.Network, L: int) -> dict[str, Any]:
+    """Per layer and head: the certified minimum BOS mass over every input and non-trigger query."""
+    if net.kind != "softmax":
+        raise ValueError(f"the zonotope stack certificate handles softmax only, got {net.kind!r}")
+    start, cpu = time.perf_counter(), time.process_time()
+    maps = [[heads.head_maps(net, n, h) for h in range(layer.heads)] for n, layer in enumerate(net.layers)]
+    per = [[np.full(L, np.inf) for _ in range(layer.heads)] for layer in net.layers]
+    last = len(net.layers) - 1
+    symbols = 0
+    for j in range(2, L):
+        z = inputs(net.d, L, j)
+        for n in range(len(net.layers)):
+            out, lows = layer_step(maps[n], z)
+            for h, low in enumerate(lows):
+                low = low.copy()
+                low[j] = np.inf  # the trigger is not a sinking query
+                per[n][h] = np.fmin(per[n][h], low)
+            if n < last:
+                z = zt.fresh(zt.add(z, out) if net.residual else out)
+        symbols = max(symbols, z.symbols)
+    report = []
+    for n, layer_bounds in enumerate(per):
+        for h, low in enumerate(layer_bounds):
+            values = low[1:]
+            report.append({"layer": n, "head": h, "min_bos_certified": float(np.min(values)),
+                           "per_position": [None] + [float(x) for x in values],
+                           "non_vacuous": bool(np.min(values) >= SINK_LEVEL)})
+    return {"kind": net.kind, "d": net.d, "L": L, "residual": net.residual, "heads": report,
+            "non_vacuous_fraction": sum(r["non_vacuous"] for r in report) / len(report),
+            "sink_level": SINK_LEVEL, "method": "zonotopes in the contents and fresh symbols per layer, per trigger position",
+            "symbols": symbols, "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
