@@ -1,0 +1,83 @@
+"""The zonotope stack certificate (``proofs.certify.zono_stack``, issue 33) against every input of
+tiny stacks on a content grid: its per-head bounds below every input's BOS mass, its layer-1
+stream containing every input's exact stream at that input's own contents, and plants (a
+transformer's remainder dropped) that the stream check catches."""
+
+import numpy as np
+import pytest
+
+from proofs.certify import heads, zono_stack
+from proofs.certify import zonotope as zt
+from tests.test_certify_stack import SINKING, WEAK, enumerated_minima, sinking_stack, violations
+from tests.test_stack_score_remainders import layer1_streams
+
+SOFTMAX = [key for key in SINKING if key[3] == "softmax"] + [WEAK]
+
+
+def net_of(key):
+    d, L, seed, kind, beta = key
+    return sinking_stack(d, seed, kind, beta=beta), L
+
+
+@pytest.mark.parametrize("key", SOFTMAX, ids=[f"d{k[0]}-L{k[1]}-seed{k[2]}" for k in SOFTMAX])
+def test_zonotope_bound_below_every_enumerated_input(key):
+    net, L = net_of(key)
+    cert = zono_stack.certify_stack(net, L)
+    assert violations(cert, enumerated_minima(net, L)) == []
+    # not vacuous: layer 0 within 0.05 of the grid's minimum on the sinking stacks' heads
+    worst = enumerated_minima(net, L)
+    if key != WEAK:
+        assert all(min(worst[(0, hd["head"], i)] for i in range(1, L)) - hd["min_bos_certified"] < 0.05
+                   for hd in cert["heads"] if hd["layer"] == 0)
+
+
+def layer1_zono(net, L, j):
+    maps = [heads.head_maps(net, 0, h) for h in range(net.layers[0].heads)]
+    z = zono_stack.inputs(net.d, L, j)
+    out, _ = zono_stack.layer_step(maps, z)
+    return zt.fresh(zt.add(z, out))
+
+
+def stream_escape(net, L) -> float:
+    """Worst excess of an input's exact layer-1 stream over the zonotope at that input's contents
+    (the first N symbols; the fresh ones and the remainder free): <= 0 when enclosed."""
+    worst = -np.inf
+    for j in range(2, L):
+        contents, streams = layer1_streams(net, L, j)
+        z = layer1_zono(net, L, j)
+        u = contents.reshape(len(contents), -1)
+        N = u.shape[1]
+        at = z.c[None] + np.einsum("lde,be->bld", z.G[..., :N], u)
+        slack = np.abs(z.G[..., N:]).sum(axis=-1) + z.r
+        worst = max(worst, float(np.max(np.abs(streams - at) - slack[None])))
+    return worst
+
+
+@pytest.fixture(scope="module")
+def weak_net():
+    return net_of(WEAK)
+
+
+def test_layer1_stream_encloses_every_grid_input(weak_net):
+    assert stream_escape(*weak_net) <= 1e-9
+
+
+def _no_remainder(fn):
+    def dropped(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        return zt.Zono(out.c, out.G, np.zeros_like(out.r))
+    return dropped
+
+
+@pytest.mark.parametrize("name", ["product", "exp", "reciprocal"])
+def test_dropped_transformer_remainder_is_caught(weak_net, name, monkeypatch):
+    monkeypatch.setattr(zt, name, _no_remainder(getattr(zt, name)))
+    assert stream_escape(*weak_net) > 1e-3
+
+
+def test_dropped_score_remainder_is_caught(weak_net, monkeypatch):
+    """Without the scores' quadratic part and remainder the weights are too narrow: some head's
+    bound exceeds a grid input's BOS mass (on this stack already at layer 0, by 0.0095 at most)."""
+    net, L = weak_net
+    monkeypatch.setattr(zono_stack, "scores", _no_remainder(zono_stack.scores))
+    assert violations(zono_stack.certify_stack(net, L), enumerated_minima(net, L))
