@@ -139,20 +139,25 @@ def box_inputs(d: int, L: int, j: int, lo: np.ndarray, hi: np.ndarray) -> zt.Zon
     return zt.exact(f.b + f.A @ mid, f.A * half)
 
 
-def run_class(maps: list[list[heads.Head]], z: zt.Zono, j: int, residual: bool) -> tuple[np.ndarray, np.ndarray]:
+def run_class(maps: list[list[heads.Head]], z: zt.Zono, j: int, residual: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The stack on one input class: per layer, head and query the BOS lower bound ([layers,
-    heads, L], +inf at BOS and the trigger), and per content symbol its weight in the last
-    layer's input stream (where a split helps most)."""
+    heads, L], +inf at BOS and the trigger); per content symbol its weight in the last layer's
+    input stream (where a split helps most); per layer's input stream after the trigger its mean
+    radius per coordinate in the contents, the fresh symbols and the remainder ([layers, 3]:
+    where the bound is lost)."""
     N = z.symbols
-    lows = []
+    lows, spread = [], []
     for n, layer_maps in enumerate(maps):
+        after = np.abs(z.G[j + 1:])
+        spread.append([after[..., :N].sum(-1).mean(), after[..., N:].sum(-1).mean(), z.r[j + 1:].mean()]
+                      if len(after) else [0.0, 0.0, 0.0])
         out, layer_lows = layer_step(layer_maps, z)
         lows.append(layer_lows)
         if n < len(maps) - 1:
             z = zt.fresh(zt.add(z, out) if residual else out)
     lows = np.array(lows)
     lows[:, :, 0], lows[:, :, j] = np.inf, np.inf
-    return lows, np.abs(z.G[..., :N]).sum(axis=(0, 1))
+    return lows, np.abs(z.G[..., :N]).sum(axis=(0, 1)), np.array(spread)
 
 
 def centre_bos(maps: list[list[heads.Head]], x: np.ndarray, residual: bool) -> np.ndarray:
@@ -183,11 +188,12 @@ def certify_stack(net: reference.Network, L: int, boxes: int = 1) -> dict[str, A
     maps = [[heads.head_maps(net, n, h) for h in range(layer.heads)] for n, layer in enumerate(net.layers)]
     per = np.full((len(net.layers), max(ly.heads for ly in net.layers), L), np.inf)
     N = (L - 1) * (net.d - 3)
-    symbols, used = 0, 0
+    symbols, used, radii = 0, 0, {}
     for j in range(2, L):
         def run(lo, hi):
             z = box_inputs(net.d, L, j, lo, hi)
-            lows, weight = run_class(maps, z, j, net.residual)
+            lows, weight, spread = run_class(maps, z, j, net.residual)
+            radii[j] = spread if j not in radii else np.maximum(radii[j], spread)
             return (_looseness(lows, centre_bos(maps, z.c, net.residual), j), id(lo), lo, hi, lows, weight, z.symbols)
 
         heap = [run(-np.ones(N), np.ones(N))]
@@ -210,6 +216,8 @@ def certify_stack(net: reference.Network, L: int, boxes: int = 1) -> dict[str, A
     return {"kind": net.kind, "d": net.d, "L": L, "residual": net.residual, "heads": report,
             "non_vacuous_fraction": sum(r["non_vacuous"] for r in report) / len(report),
             "sink_level": SINK_LEVEL, "method": "zonotopes in the contents and fresh symbols per layer, per trigger position",
+            "stream_radius_after_trigger": {"columns": ["contents", "fresh symbols", "remainder"],
+                                            "per_layer": np.max(list(radii.values()), axis=0).tolist()},
             "boxes_per_trigger": boxes, "classes_run": used, "symbols": symbols,
             "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
 

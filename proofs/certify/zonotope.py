@@ -180,4 +180,5 @@ def reciprocal(x: Zono, floor: float | np.ndarray = 0.0) -> Zono:
         raise ValueError("reciprocal of a value that may be <= 0")
     t = np.maximum(np.sqrt(lo * hi), hi / 2 * 1.01)
     t = np.minimum(t, hi)
-    return convex(x, lambda v: 1 / v, lambda v: -1 / (v * v), t, lo, hi)
+    with np.errstate(over="ignore"):  # 1 / t^2 underflows to a slope of 0 for huge t: still a valid slope
+        return convex(x, lambda v: 1 / v, lambda v: -1 / (v * v), t, lo, hi)
