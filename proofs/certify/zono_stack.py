@@ -104,6 +104,21 @@ def bos_low(a: zt.Zono) -> float:
     return float(min(1.0, max(0.0, lo[0], rest)))
 
 
+def mixture(a: zt.Zono, w: zt.Zono, i: int) -> zt.Zono:
+    """o_i = sum_{k<=i} a_k w_k, per coordinate the narrower of two enclosures: the sum itself, and
+    w_0 + sum_{k>=1} a_k (w_k - w_0) (the true weights sum to one; w_0, BOS's value image, is one
+    point for every input, since query 0 sees only itself), where BOS's weight, the largest and
+    widest at a sinking query, enters only through the others'."""
+    a_col = zt.Zono(a.c[:, None], a.G[:, None, :], a.r[:, None])
+    plain = zt.total(zt.product(a_col, w[:i + 1]), axis=0)
+    keys = slice(1, i + 1)
+    bos = zt.Zono(np.broadcast_to(w.c[0], w.c[keys].shape), np.broadcast_to(w.G[0], w.G[keys].shape),
+                  np.broadcast_to(w.r[0], w.r[keys].shape))
+    rest = zt.add(w[0], zt.total(zt.product(a_col[keys], zt.add(w[keys], zt.neg(bos))), axis=0))
+    pick = rest.radius() < plain.radius()
+    return zt.Zono(np.where(pick, rest.c, plain.c), np.where(pick[:, None], rest.G, plain.G), np.where(pick, rest.r, plain.r))
+
+
 def head_output(M: np.ndarray, V: np.ndarray, z: zt.Zono) -> tuple[zt.Zono, np.ndarray]:
     """One head on the stream: its output [L, d] and the BOS lower bound at every query."""
     L, d, E = z.G.shape
@@ -115,8 +130,7 @@ def head_output(M: np.ndarray, V: np.ndarray, z: zt.Zono) -> tuple[zt.Zono, np.n
     for i in range(1, L):
         a = weights(s[i, :i + 1])
         low[i] = bos_low(a)
-        a_col = zt.Zono(a.c[:, None], a.G[:, None, :], a.r[:, None])
-        o = zt.total(zt.product(a_col, w[:i + 1]), axis=0)
+        o = mixture(a, w, i)
         out.c[i], out.G[i], out.r[i] = o.c, o.G, o.r
     return out, low
 
