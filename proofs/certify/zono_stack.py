@@ -98,10 +98,12 @@ def weights(s: zt.Zono) -> zt.Zono:
 
 
 def bos_low(a: zt.Zono) -> float:
-    """Certified lower bound on a_0 from the weights (zonotopes or intervals) and sum a = 1."""
-    lo, hi = a.bounds()
-    rest = 1.0 - float(np.minimum(hi[1:], 1.0).sum()) * (1 + RELATIVE_SLACK * len(hi)) - TINY
-    return float(min(1.0, max(0.0, lo[0], rest)))
+    """Certified lower bound on a_0: the larger of a_0's lower end and that of 1 - sum_{k>=1} a_k
+    (the true weights sum to one; the zonotopes' shared symbols combine before the bound is taken,
+    which 1 - sum of the upper ends would lose)."""
+    rest = zt.total(a[1:], axis=0)
+    lo_rest = zt.affine_map(np.array(-1.0), np.array(1.0), rest).bounds()[0]
+    return float(min(1.0, max(0.0, a.bounds()[0][0], lo_rest)))
 
 
 def mixture(a: zt.Zono, w: zt.Zono, i: int) -> zt.Zono:
