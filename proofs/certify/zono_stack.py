@@ -107,18 +107,25 @@ def bos_low(a: zt.Zono) -> float:
 
 
 def mixture(a: zt.Zono, w: zt.Zono, i: int) -> zt.Zono:
-    """o_i = sum_{k<=i} a_k w_k, per coordinate the narrower of two enclosures: the sum itself, and
-    w_0 + sum_{k>=1} a_k (w_k - w_0) (the true weights sum to one; w_0, BOS's value image, is one
-    point for every input, since query 0 sees only itself), where BOS's weight, the largest and
-    widest at a sinking query, enters only through the others'."""
+    """o_i = sum_{k<=i} a_k w_k, per coordinate the narrowest of three enclosures: the sum of the
+    zonotope products; w_0 + sum_{k>=1} a_k (w_k - w_0) (the true weights sum to one; w_0, BOS's
+    value image, is one point for every input, since query 0 sees only itself), where BOS's weight,
+    the largest and widest at a sinking query, enters only through the others'; and ``affine.mixture``
+    on the weights' ends (a zonotope is an affine form in its symbols), whose knapsack uses that
+    the weights' excess over their lower ends sums to at most 1 - sum lo (an averaging trigger)."""
     a_col = zt.Zono(a.c[:, None], a.G[:, None, :], a.r[:, None])
     plain = zt.total(zt.product(a_col, w[:i + 1]), axis=0)
     keys = slice(1, i + 1)
     bos = zt.Zono(np.broadcast_to(w.c[0], w.c[keys].shape), np.broadcast_to(w.G[0], w.G[keys].shape),
                   np.broadcast_to(w.r[0], w.r[keys].shape))
     rest = zt.add(w[0], zt.total(zt.product(a_col[keys], zt.add(w[keys], zt.neg(bos))), axis=0))
-    pick = rest.radius() < plain.radius()
-    return zt.Zono(np.where(pick, rest.c, plain.c), np.where(pick[:, None], rest.G, plain.G), np.where(pick, rest.r, plain.r))
+    lo, hi = a.bounds()
+    G, c, r = affine.mixture(affine.Forms(w.G[:i + 1], w.c[:i + 1], w.r[:i + 1]), i, np.maximum(lo, 0.0), np.minimum(hi, 1.0))
+    best = plain
+    for other in (rest, zt.Zono(c, G, r)):
+        pick = other.radius() < best.radius()
+        best = zt.Zono(np.where(pick, other.c, best.c), np.where(pick[:, None], other.G, best.G), np.where(pick, other.r, best.r))
+    return best
 
 
 def head_output(M: np.ndarray, V: np.ndarray, z: zt.Zono) -> tuple[zt.Zono, np.ndarray]:
