@@ -10,12 +10,14 @@ Per head and query i (DeepT, Bonaert et al. PLDI 2021):
   quadratic (G_i e)^T M (G_k e) by its diagonal range plus absolute values off it;
 - softmax as a_ik = 1 / sum_m exp(s_im - s_ik) (``weights``): the differences cancel the symbols
   that the scores share, then ``zonotope.exp``, a sum, ``zonotope.reciprocal`` (the sum is >= 1:
-  its m = k term is exp(0)); a row whose differences may exceed ``zonotope.EXP_CAP`` is bounded
-  apart, a_ik <= 1 / (1 + sum_{m != k} exp(lo_m));
-- the BOS bound: the larger of a_i0's lower end and 1 - sum_{k>=1} (a_ik's upper end) (the rows
-  sum to one);
-- the output o_i = sum_k a_ik w_k (w_k = V z_k) by ``zonotope.product``, summed over heads and
-  added to the stream.
+  its m = k term is exp(0)); per key the narrower of that and the interval
+  [1 / sum_m exp(hi_km), 1 / sum_m exp(lo_km)] from the differences' ends (the only form where a
+  difference may exceed ``zonotope.EXP_CAP``);
+- the BOS bound (``bos_low``): the larger of a_i0's lower end and that of 1 - sum_{k>=1} a_ik;
+- the output o_i = sum_k a_ik w_k (w_k = V z_k; ``mixture``): per coordinate the narrowest of the
+  zonotope products, w_0 + sum_{k>=1} a_k (w_k - w_0), and ``affine.mixture``'s knapsack on the
+  weights' ends; summed over heads and added to the stream;
+- ``certify_stack(boxes=B)``: a best-first branch and bound on the contents, B classes per j.
 
 A head's figure is the minimum over j and the non-trigger queries; ``non_vacuous`` as in ``stack``.
 Softmax only (the trained stacks'); the figures are floats with the a-priori allowances of
