@@ -106,7 +106,7 @@ def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = Fals
 
     L = summary["config"]["L"]
     name = f"{shape[0]} x {shape[1]}"
-    rows, per_seed = [], []
+    rows, per_seed, per_layer = [], [], {}
     pairs = list(zip(_networks(summary), summary["members"]))[:1 if quick else None]
     certs = certificates.certify_networks([item.network for item, _ in pairs], L, workers)
     for (item, member), cert in zip(pairs, certs):
@@ -116,6 +116,8 @@ def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = Fals
             status = certificates.stack_status(h["min_bos_certified"], cert["sink_level"], m["bos_nontrigger_mean"])
             sinks = m["bos_nontrigger_mean"] > STACK_SINK_MASS
             sinking, certified = sinking + sinks, certified + (sinks and h["non_vacuous"])
+            layer = per_layer.setdefault(h["layer"], [0, 0])
+            layer[0], layer[1] = layer[0] + sinks, layer[1] + (sinks and h["non_vacuous"])
             rows.append([item.label, f"L{h['layer']}H{h['head']}", _fmt(m["bos_nontrigger_mean"], 4),
                          _fmt(m["bos_nontrigger_min"], 4), _fmt(h["min_bos_certified"], 4), status, f"{cert['cpu_seconds']:.1f}"])
         per_seed.append((item.label, sinking, certified))
@@ -136,6 +138,9 @@ def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = Fals
         "verdict": "verified exactly" if all_ok else "unknown",
         "evidence": "heads certified / heads sinking per seed: " + ", ".join(f"{lb} {c}/{s}" for lb, s, c in per_seed)
                     + ("" if all_ok else " (a head without a useful bound is not refuted: the relaxation may be too weak)")
+                    + "; per layer, certified / sinking over the seeds: "
+                    + ", ".join(f"layer {n} {c}/{k}" for n, (k, c) in sorted(per_layer.items()) if k)
+                    + "; CPU seconds per stack: " + ", ".join(f"{c['cpu_seconds']:.1f}" for c in certs)
                     + "; " + "; ".join(f"{r[0]} {r[1]} {r[4]} (measured {r[2]})" for r in rows),
         "test": f"{STACK_TEST}::test_stack_bound_below_every_enumerated_input_and_close_to_it",
         "command": f"sinks certify results/train/softmax-{shape[0]}x{shape[1]}.json", "figures": []}
