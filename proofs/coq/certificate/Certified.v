@@ -25,26 +25,52 @@ Proof.
   replace (a - 2 + 2)%nat with a in H by lia. exact H.
 Qed.
 
-Lemma functional_sound d M box c b : (4 <= d)%nat -> length box = (d - 3)%nat -> in_qbox box c ->
-  within (g_iv d M box b) (functional d M (content_token d c) b).
+Definition functional_int (d : nat) (N : list (list Z)) (x : nat -> R) (b : nat) : R :=
+  sumR d (fun a => x a * Q2R (Mq N a b)).
+
+Lemma entry_form N D a b : entry (form N D) a b = Q2R (Mq N a b) / IZR (Z.pos D).
+Proof.
+  unfold entry, form, Mq.
+  change ([] : list Q) with (map (fun n => Qmake n D) []) at 1; rewrite map_nth.
+  destruct (Nat.lt_ge_cases b (length (nth a N []))) as [H|H].
+  - rewrite nth_indep with (d' := Qmake 0 D) by (rewrite map_length; auto).
+    rewrite (map_nth (fun n => Qmake n D)), Q2R_pair, Q2R_int; reflexivity.
+  - rewrite !nth_overflow by (rewrite ?map_length; lia). rewrite Q2R_0, Q2R_int; unfold Rdiv; ring.
+Qed.
+
+Lemma functional_form d N D x b : functional d (form N D) x b = functional_int d N x b / IZR (Z.pos D).
+Proof.
+  unfold functional, functional_int, Rdiv; rewrite Rmult_comm, sumR_scale; apply sumR_ext; intros.
+  rewrite entry_form; unfold Rdiv; ring.
+Qed.
+
+Lemma functional_sound d N box c b : (4 <= d)%nat -> length box = (d - 3)%nat -> in_qbox box c ->
+  within (g_iv d N box b) (functional_int d N (content_token d c) b).
 Proof.
   intros Hd Hl Hc; apply sum_iv_sound; intros a Ha; apply scale_sound, query_iv_sound; auto.
 Qed.
 
-Lemma nth_G d M box b : (b < d)%nat -> nth b (map (g_iv d M box) (seq 0 d)) (0, 0)%Q = g_iv d M box b.
+Lemma nth_G d N box b : (b < d)%nat -> nth b (map (g_iv d N box) (seq 0 d)) (0, 0)%Q = g_iv d N box b.
 Proof.
-  intro H; rewrite nth_indep with (d' := g_iv d M box 0%nat) by (rewrite map_length, seq_length; auto).
+  intro H; rewrite nth_indep with (d' := g_iv d N box 0%nat) by (rewrite map_length, seq_length; auto).
   rewrite map_nth, seq_nth by auto. reflexivity.
 Qed.
 
-Lemma gap_sound d M box c (y : nat -> R) (yv : nat -> iv) :
+Lemma gap_sound d N D box c (y : nat -> R) (yv : nat -> iv) :
   (4 <= d)%nat -> length box = (d - 3)%nat -> in_qbox box c ->
   (forall b, (b < d)%nat -> within (yv b) (y b - bos_token b)) ->
-  score d M (content_token d c) y - score d M (content_token d c) bos_token
-    <= Q2R (gap_up d (map (g_iv d M box) (seq 0 d)) yv).
+  score d (form N D) (content_token d c) y - score d (form N D) (content_token d c) bos_token
+    <= Q2R (gap_up d D (map (g_iv d N box) (seq 0 d)) yv).
 Proof.
-  intros Hd Hl Hc Hy; rewrite gap_form; unfold gap_up; rewrite sumQ_sound; apply sumR_le; intros b Hb.
-  rewrite nth_G by auto. apply mul_hi_sound; [apply functional_sound|apply Hy]; auto.
+  intros Hd Hl Hc Hy; rewrite gap_form; unfold gap_up.
+  rewrite Q2R_red, Q2R_mult, sumQ_sound, Q2R_pair, Rmult_comm, sumR_scale; apply sumR_le; intros b Hb.
+  rewrite functional_form, nth_G by auto.
+  assert (0 < IZR (Z.pos D)) by (apply IZR_lt; lia).
+  replace (functional_int d N (content_token d c) b / IZR (Z.pos D) * (y b - bos_token b))
+    with (IZR 1 / IZR (Z.pos D) * (functional_int d N (content_token d c) b * (y b - bos_token b)))
+    by (field; lra).
+  apply Rmult_le_compat_l; [unfold Rdiv; rewrite Rmult_1_l; left; apply Rinv_0_lt_compat; auto|].
+  apply mul_hi_sound; [apply functional_sound|apply Hy]; auto.
 Qed.
 
 Ltac key_cases :=

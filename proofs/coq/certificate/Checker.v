@@ -25,15 +25,19 @@ Fixpoint sumQ (n : nat) (f : nat -> Q) : Q :=
 Definition mul_hi (x y : iv) : Q :=
   Qred (Qmax (Qmax (fst x * fst y) (fst x * snd y)) (Qmax (snd x * fst y) (snd x * snd y))).
 
-Definition Mq (M : list (list Q)) (a b : nat) : Q := nth b (nth a M []) 0.
+(* The head's score form is given as integers over one denominator, M = N / D (form N D): the
+   checker works with the integers N, whose sums stay small, and divides the gaps by D once. *)
+Definition form (N : list (list Z)) (D : positive) : list (list Q) := map (map (fun n => Qmake n D)) N.
+
+Definition Mq (N : list (list Z)) (a b : nat) : Q := inject_Z (nth b (nth a N []) 0%Z).
 
 (* The query token (a content token) over a box of its contents: box[a - 2] on feature a. *)
 Definition query_iv (d : nat) (box : list iv) (a : nat) : iv :=
   if (a =? d - 1)%nat then (1, 1) else if is_content d a then nth (a - 2) box (0, 0) else (0, 0).
 
-(* g_b = sum_a x_a M[a][b] over the box: the query's score functional. *)
-Definition g_iv (d : nat) (M : list (list Q)) (box : list iv) (b : nat) : iv :=
-  sum_iv d (fun a => scale (Mq M a b) (query_iv d box a)).
+(* g_b = sum_a x_a N[a][b] over the box: D times the query's score functional. *)
+Definition g_iv (d : nat) (N : list (list Z)) (box : list iv) (b : nat) : iv :=
+  sum_iv d (fun a => scale (Mq N a b) (query_iv d box a)).
 
 (* y_b - bos_b for each kind of key. *)
 Definition content_key (d b : nat) : iv :=
@@ -45,8 +49,8 @@ Definition trigger_key (d b : nat) : iv :=
 Definition self_key (d : nat) (box : list iv) (b : nat) : iv :=
   if (b =? 0)%nat then (-1, -1) else query_iv d box b.
 
-Definition gap_up (d : nat) (G : list iv) (y : nat -> iv) : Q :=
-  sumQ d (fun b => mul_hi (nth b G (0, 0)) (y b)).
+Definition gap_up (d : nat) (D : positive) (G : list iv) (y : nat -> iv) : Q :=
+  Qred (sumQ d (fun b => mul_hi (nth b G (0, 0)) (y b)) * Qmake 1 D).
 
 (* Tables of exp facts: (z, e) with exp(z / s) <= e. *)
 Definition table : Type := list (Z * Q).
@@ -69,10 +73,11 @@ Definition exp_up (T : tables) (u : Q) : option Q :=
   | _, _, _ => None
   end.
 
-Definition leaf_ok (d L : nat) (M : list (list Q)) (T : tables) (Rc : Q) (box : list iv) : bool :=
-  let G := map (g_iv d M box) (seq 0 d) in
-  match exp_up T (gap_up d G (content_key d)), exp_up T (gap_up d G (trigger_key d)),
-        exp_up T (gap_up d G (self_key d box)) with
+Definition leaf_ok (d L : nat) (N : list (list Z)) (D : positive) (T : tables) (Rc : Q) (box : list iv)
+  : bool :=
+  let G := map (g_iv d N box) (seq 0 d) in
+  match exp_up T (gap_up d D G (content_key d)), exp_up T (gap_up d D G (trigger_key d)),
+        exp_up T (gap_up d D G (self_key d box)) with
   | Some eC, Some eT, Some eS => Qle_bool (inject_Z (Z.of_nat (L - 3)) * eC + eT + eS) Rc
   | _, _, _ => false
   end.
@@ -99,9 +104,10 @@ Fixpoint check_tree (ok : list iv -> bool) (box : list iv) (t : tree) : bool :=
 
 Definition root (n : nat) : list iv := repeat (-1, 1) n.
 
-Definition certificate_ok (d L : nat) (M : list (list Q)) (T : tables) (Rc q : Q) (t : tree) : bool :=
+Definition certificate_ok (d L : nat) (N : list (list Z)) (D : positive) (T : tables) (Rc q : Q) (t : tree)
+  : bool :=
   (4 <=? d)%nat && (4 <=? L)%nat && Qle_bool 0 q && Qle_bool (q * (1 + Rc)) 1
-  && check_tree (leaf_ok d L M T Rc) (root (d - 3)) t.
+  && check_tree (leaf_ok d L N D T Rc) (root (d - 3)) t.
 
 Definition table_ok (s : Z) (t : table) : Prop :=
   Forall (fun p => (exp (IZR (fst p) / IZR s) <= Q2R (snd p))%R) t.

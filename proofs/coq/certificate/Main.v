@@ -18,30 +18,30 @@ Definition gap_bounds (d L : nat) (M : list (list Q)) (Rc : Q) (c : nat -> R) : 
 Lemma exp_mono x y : x <= y -> exp x <= exp y.
 Proof. intros [H|H]; [left; apply exp_increasing; auto | rewrite H; lra]. Qed.
 
-Lemma leaf_sound d L M T Rc box c : (4 <= d)%nat -> tables_ok T -> length box = (d - 3)%nat ->
-  leaf_ok d L M T Rc box = true -> in_qbox box c -> gap_bounds d L M Rc c.
+Lemma leaf_sound d L N D T Rc box c : (4 <= d)%nat -> tables_ok T -> length box = (d - 3)%nat ->
+  leaf_ok d L N D T Rc box = true -> in_qbox box c -> gap_bounds d L (form N D) Rc c.
 Proof.
   intros Hd HT Hl Hok Hc; unfold leaf_ok in Hok.
-  set (G := map (g_iv d M box) (seq 0 d)) in Hok.
-  destruct (exp_up T (gap_up d G (content_key d))) as [eC|] eqn:EC; [|discriminate].
-  destruct (exp_up T (gap_up d G (trigger_key d))) as [eT|] eqn:ET; [|discriminate].
-  destruct (exp_up T (gap_up d G (self_key d box))) as [eS|] eqn:ES; [|discriminate].
+  set (G := map (g_iv d N box) (seq 0 d)) in Hok.
+  destruct (exp_up T (gap_up d D G (content_key d))) as [eC|] eqn:EC; [|discriminate].
+  destruct (exp_up T (gap_up d D G (trigger_key d))) as [eT|] eqn:ET; [|discriminate].
+  destruct (exp_up T (gap_up d D G (self_key d box))) as [eS|] eqn:ES; [|discriminate].
   apply Qle_bool_R in Hok; rewrite !Q2R_plus, Q2R_mult, Q2R_int, <- INR_IZR_INZ in Hok.
   apply (exp_up_sound T _ _ HT) in EC, ET, ES.
-  assert (HC : forall c', in_content_box d c' -> exp (score d M (content_token d c) (content_token d c')
-            - score d M (content_token d c) bos_token) <= Q2R eC).
+  assert (HC : forall c', in_content_box d c' -> exp (score d (form N D) (content_token d c) (content_token d c')
+            - score d (form N D) (content_token d c) bos_token) <= Q2R eC).
   { intros c' Hc'; eapply Rle_trans; [apply exp_mono, gap_sound|]; eauto.
     intros; apply content_key_sound; auto. }
-  assert (HT' : forall c', in_content_box d c' -> exp (score d M (content_token d c) (trigger_token d c')
-            - score d M (content_token d c) bos_token) <= Q2R eT).
+  assert (HT' : forall c', in_content_box d c' -> exp (score d (form N D) (content_token d c) (trigger_token d c')
+            - score d (form N D) (content_token d c) bos_token) <= Q2R eT).
   { intros c' Hc'; eapply Rle_trans; [apply exp_mono, gap_sound|]; eauto.
     intros; apply trigger_key_sound; auto. }
-  assert (HS : exp (score d M (content_token d c) (content_token d c)
-            - score d M (content_token d c) bos_token) <= Q2R eS).
+  assert (HS : exp (score d (form N D) (content_token d c) (content_token d c)
+            - score d (form N D) (content_token d c) bos_token) <= Q2R eS).
   { eapply Rle_trans; [apply exp_mono, gap_sound|]; eauto. intros; apply self_key_sound; auto. }
   exists (Q2R eC), (Q2R eT), (Q2R eS); repeat split; auto.
-  - pose proof (exp_pos (Q2R (gap_up d G (content_key d)))); lra.
-  - pose proof (exp_pos (Q2R (gap_up d G (trigger_key d)))); lra.
+  - pose proof (exp_pos (Q2R (gap_up d D G (content_key d)))); lra.
+  - pose proof (exp_pos (Q2R (gap_up d D G (trigger_key d)))); lra.
 Qed.
 
 (* Key k = 1..m of a query that is not the trigger: the trigger's term once if j <= m. *)
@@ -56,8 +56,8 @@ Proof.
     + destruct (Nat.leb_spec 1 j), (Nat.leb_spec j m), (Nat.leb_spec j (S m)); try lia; simpl; lra.
 Qed.
 
-Theorem certificate_sound d L M T Rc q t :
-  tables_ok T -> certificate_ok d L M T Rc q t = true -> min_bos_mass_at_least d L M q.
+Theorem certificate_sound d L N D T Rc q t :
+  tables_ok T -> certificate_ok d L N D T Rc q t = true -> min_bos_mass_at_least d L (form N D) q.
 Proof.
   intros HT Hc; unfold certificate_ok in Hc.
   apply andb_true_iff in Hc as [Hc Htree]; apply andb_true_iff in Hc as [Hc Hq1].
@@ -65,9 +65,10 @@ Proof.
   apply Nat.leb_le in Hd, HL; apply Qle_bool_R in Hq0, Hq1; rewrite Q2R_0 in Hq0.
   rewrite Q2R_mult, Q2R_plus in Hq1; replace (Q2R 1) with 1 in Hq1 by (unfold Q2R; simpl; lra).
   intros j C Hj HC i Hi Hij.
-  assert (HP : gap_bounds d L M Rc (C i)).
-  { apply (check_tree_sound (leaf_ok d L M T Rc) (gap_bounds d L M Rc) (d - 3)) with t (root (d - 3)); auto.
-    - intros box c Hl Hok Hin; apply (leaf_sound d L M T Rc box c); auto.
+  assert (HP : gap_bounds d L (form N D) Rc (C i)).
+  { apply (check_tree_sound (leaf_ok d L N D T Rc) (gap_bounds d L (form N D) Rc) (d - 3)) with t (root (d - 3));
+      auto.
+    - intros box c Hl Hok Hin; apply (leaf_sound d L N D T Rc box c); auto.
     - unfold root; apply repeat_length.
     - apply root_sound, HC; lia. }
   destruct HP as (eC & eT & eS & HeC & HeT & HR & HgC & HgT & HgS).
@@ -75,10 +76,10 @@ Proof.
   assert (HX0 : X 0%nat = bos_token) by reflexivity.
   assert (HXi : X i = content_token d (C i)).
   { unfold X, sequence; destruct (Nat.eqb_spec i 0); [lia|]; destruct (Nat.eqb_spec i j); [lia|]; reflexivity. }
-  set (s := fun k => score d M (X i) (X k)).
+  set (s := fun k => score d (form N D) (X i) (X k)).
   set (Tsum := sumR i (fun k => exp (s (S k) - s 0%nat))).
   assert (HT0 : 0 <= Tsum) by (apply sumR_nonneg; intros; left; apply exp_pos).
-  assert (Hw : bos_weight d M X i = / (1 + Tsum)).
+  assert (Hw : bos_weight d (form N D) X i = / (1 + Tsum)).
   { unfold bos_weight; change (exp (s 0%nat) / sumR (S i) (fun k => exp (s k)) = / (1 + Tsum)).
     rewrite sumR_shift.
     assert (E : sumR i (fun k => exp (s (S k))) = exp (s 0%nat) * Tsum).
