@@ -1,0 +1,192 @@
+"""A head's minimum BOS mass over every input, checked by the Coq kernel (proofs/coq/certificate).
+
+The Python tests hold the exporter to the head (the score form N / D is W_Q^T W_K exactly), its
+leaf bounds to sampled inputs, its figure to enumerated sequences and to the BOS-gap closed form.
+The Coq tests compile certificates with coqc and the Interval library: they skip, saying why,
+when either is missing, and FAIL when both are present and the kernel rejects a certificate
+that should pass, or accepts one whose figure is above an attained BOS mass."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from constructions import reference, softmax_head
+from proofs.certify import heads
+from proofs.coq.certificate import check, export
+
+COQ_MISSING = check.available()
+needs_coq = pytest.mark.skipif(bool(COQ_MISSING), reason=COQ_MISSING or "coqc and Interval present")
+DATA = Path(__file__).parent / "data"
+
+
+def random_head(d: int, seed: int, scale: float = 1.0) -> reference.Network:
+    rng = np.random.default_rng(seed)
+
+    def matrix():
+        return reference.as_matrix([[Fraction(float(v)) for v in row] for row in rng.normal(0, scale, (d, d))])
+
+    return reference.single_head("softmax", matrix(), matrix(), matrix(), matrix())
+
+
+def bos_weights(net: reference.Network, X: np.ndarray) -> np.ndarray:
+    """a_i0 at every query of the float sequence X [L, d] (float64 softmax, stable)."""
+    h = heads.head_maps(net)
+    S = X @ h.M @ X.T
+    out = []
+    for i in range(len(X)):
+        s = S[i, : i + 1]
+        w = np.exp(s - s.max())
+        out.append(w[0] / w.sum())
+    return np.array(out)
+
+
+def sequence(d: int, j: int, contents) -> np.ndarray:
+    from constructions import task
+
+    return np.array(task.make_sequence([list(c) for c in contents], j), dtype=float)
+
+
+def test_the_score_form_is_the_head_exactly():
+    net = random_head(6, 0)
+    cert = export.build(net, 5, tol=1e-1, max_leaves=50)
+    M = heads.head_maps(net).M_exact
+    assert all(Fraction(cert.N[a][b], cert.D) == M[a][b] for a in range(6) for b in range(6))
+
+
+def test_bos_gap_figure_is_the_closed_form():
+    """One leaf (the head's scores do not depend on content); q = e^b/(e^b + L - 1) rounded down
+    at FIGURE_DIGITS decimals: within 2e-15 below it."""
+    for beta, L in ((10, 16), (3, 8)):
+        cert = export.build(softmax_head.build(16, beta), L)
+        exact = math.exp(beta) / (math.exp(beta) + L - 1)
+        assert cert.leaves == 1
+        assert exact - 2e-15 <= cert.figure <= exact + 1e-16
+
+
+def test_exp_tables_bracket_exp_at_their_margin():
+    """Each table entry is exp(t)(1 + TABLE_MARGIN) rounded up to TABLE_BITS significant bits: the
+    room the interval tactic proves (i_prec 90). The margin is pinned: 2^-52 (a margin under
+    2^-90 could not be proved at that precision; one much larger only loosens the figure)."""
+    from mpmath import exp, mp, mpf
+
+    assert export.TABLE_MARGIN == Fraction(1, 2 ** 52)
+    tables = export.ExpTables()
+    for name, z in (("units", -12), ("units", 3), ("thirty_seconds", 17), ("kilo", 31)):
+        e = tables.entry(name, z)
+        with mp.workprec(300):
+            t = exp(mpf(z) / export.SCALES[name])
+            low = t * (1 + mpf(1) / 2 ** 52)
+            assert mpf(e.numerator) / e.denominator >= low
+            assert mpf(e.numerator) / e.denominator <= low * (1 + mpf(2) ** -(export.TABLE_BITS - 1))
+
+
+def test_exp_up_bounds_exp_and_is_tight():
+    tables = export.ExpTables()
+    rng = random.Random(0)
+    for _ in range(200):
+        u = Fraction(rng.randint(-20_000_000, 2_000_000), 1_000_000)
+        up = tables.up(u)
+        assert float(up) >= math.exp(float(u)) * (1 - 1e-15)
+        assert float(up) <= math.exp(float(u)) * (1 + 1e-6)  # (1 - x)^-1 against e^x, x < 1/1024
+
+
+def _leaf_boxes(cert, n):
+    root = [(Fraction(-1), Fraction(1))] * n
+    stack = [(cert.tree, root)]
+    while stack:
+        t, box = stack.pop()
+        if t is None:
+            yield box
+        else:
+            left, right = export._halves(box, t[0])
+            stack += [(t[1], left), (t[2], right)]
+
+
+def test_leaf_gaps_bound_sampled_inputs():
+    """On every leaf of a random head's tree: the exported gap bounds are above the true score
+    gaps (key score minus BOS score) at sampled query contents in the leaf and key contents."""
+    d, L = 6, 6
+    net = random_head(d, 1, scale=0.7)
+    cert = export.build(net, L, tol=1e-2, max_leaves=200)
+    M = heads.head_maps(net).M
+    bound = export.LeafBound(cert.N, cert.D, L, export.ExpTables())
+    rng = np.random.default_rng(2)
+    for box in _leaf_boxes(cert, d - 3):
+        uC, uT, uS = (float(u) for u in bound.gaps(box))
+        lo, hi = np.array([[float(a), float(b)] for a, b in box]).T
+        for _ in range(20):
+            c = lo + (hi - lo) * rng.random(d - 3)
+            x = np.concatenate([[0, 0], c, [1]])
+            keys = rng.choice([-1.0, 1.0], size=(2, d - 3)) if rng.random() < 0.5 else rng.uniform(-1, 1, (2, d - 3))
+            y_c, y_t = np.concatenate([[0, 0], keys[0], [1]]), np.concatenate([[0, 1], keys[1], [0]])
+            bos = np.eye(d)[0]
+            for gap, u in ((x @ M @ y_c - x @ M @ bos, uC), (x @ M @ y_t - x @ M @ bos, uT), (x @ M @ x - x @ M @ bos, uS)):
+                assert gap <= u + 1e-9
+
+
+def test_figure_is_below_every_enumerated_input_and_close_to_it():
+    """d = 5, L = 5, contents on {-1, 0, 1}^2: q is at most every non-trigger BOS weight of every
+    such sequence, and within 1 % (of 1 - a) of the smallest."""
+    d, L = 5, 5
+    net = random_head(d, 3, scale=0.8)
+    cert = export.build(net, L, tol=1e-3)
+    grid = list(itertools.product((-1, 0, 1), repeat=d - 3))
+    worst = 1.0
+    for j in range(2, L):
+        for contents in itertools.product(grid, repeat=L - 1):
+            a = bos_weights(net, sequence(d, j, contents))
+            worst = min(worst, min(a[i] for i in range(1, L) if i != j))
+    assert cert.figure <= worst * (1 + 1e-12)
+    assert 1 - cert.figure <= (1 - worst) * 1.01
+
+
+# ----------------------------------------------------------------------------------------
+# The Coq kernel.
+
+
+@needs_coq
+def test_coq_checks_the_bos_gap_head():
+    cert = export.build(softmax_head.build(16, 10), 16)
+    result = check.check(cert, "bos_gap")
+    assert result.ok, result.reason
+    assert result.statement == "bos_gap_min_bos_mass : min_bos_mass_at_least 16 16 bos_gap_M bos_gap_q"
+    assert set(check.ALLOWED) & set(result.assumptions)  # the reals' axioms are listed: the block was read
+    e = math.exp(10)
+    assert e / (e + 15) - 2e-15 <= cert.figure <= e / (e + 15)
+
+
+@needs_coq
+def test_coq_checks_a_trained_head():
+    """tests/data's trained single-layer head (seed 1 of the worst-case setting, d = 16, L = 16):
+    a coarse tree (tol 1e-2) keeps the test short; q is below the branch and bound's attained
+    value and within 2 % of it in 1 - a."""
+    from empirical.weights.formats import load
+
+    net = load(DATA / "worst_case_seed1_head.json")[0].network
+    cert = export.build(net, 16, tol=1e-2)
+    attained = 1 / (1 + cert.target)
+    assert cert.figure <= attained and 1 - cert.figure <= (1 - attained) * 1.02
+    result = check.check(cert, "trained")
+    assert result.ok, result.reason
+
+
+@needs_coq
+def test_coq_rejects_a_figure_above_an_attained_bos_mass():
+    """The same head with q raised just above the BOS mass its worst input attains, and Rc lowered
+    so that q (1 + Rc) <= 1 still holds: the claim is false, and only the leaves can say so."""
+    from empirical.weights.formats import load
+
+    net = load(DATA / "worst_case_seed1_head.json")[0].network
+    cert = export.build(net, 16, tol=1e-2)
+    cert.q = Fraction(1) / (1 + Fraction(cert.target)) + Fraction(1, 10 ** 12)
+    cert.Rc = 1 / cert.q - 1
+    result = check.check(cert, "planted")
+    assert result.ran and not result.ok
+    assert "does not compile" in result.reason
