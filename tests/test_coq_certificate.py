@@ -109,26 +109,40 @@ def _leaf_boxes(cert, n):
             stack += [(t[1], left), (t[2], right)]
 
 
+def _random_boxes(n: int, rng, count: int):
+    """Sub-boxes of [-1, 1]^n of widths 2 / 2^k (k = 0..8) at dyadic positions, as a tree makes."""
+    for _ in range(count):
+        box = []
+        for _ in range(n):
+            k = int(rng.integers(0, 9))
+            lo = Fraction(-1) + Fraction(2 * int(rng.integers(0, 2 ** k)), 2 ** k)
+            box.append((lo, lo + Fraction(2, 2 ** k)))
+        yield box
+
+
 def test_leaf_gaps_bound_sampled_inputs():
-    """On every leaf of a random head's tree: the exported gap bounds are above the true score
-    gaps (key score minus BOS score) at sampled query contents in the leaf and key contents."""
+    """On every leaf of a random head's tree and on random dyadic sub-boxes: the exported gap
+    bounds are above the true score gaps (key score minus BOS score) at sampled query contents in
+    the box and key contents (random, and the vertex that maximises the content key's score)."""
     d, L = 6, 6
     net = random_head(d, 1, scale=0.7)
     cert = export.build(net, L, tol=1e-2, max_leaves=200)
     M = heads.head_maps(net).M
     bound = export.LeafBound(cert.N, cert.D, L, export.ExpTables())
     rng = np.random.default_rng(2)
-    for box in _leaf_boxes(cert, d - 3):
+    bos = np.eye(d)[0]
+    for box in list(_leaf_boxes(cert, d - 3)) + list(_random_boxes(d - 3, rng, 300)):
         uC, uT, uS = (float(u) for u in bound.gaps(box))
         lo, hi = np.array([[float(a), float(b)] for a, b in box]).T
-        for _ in range(20):
+        for _ in range(10):
             c = lo + (hi - lo) * rng.random(d - 3)
             x = np.concatenate([[0, 0], c, [1]])
-            keys = rng.choice([-1.0, 1.0], size=(2, d - 3)) if rng.random() < 0.5 else rng.uniform(-1, 1, (2, d - 3))
-            y_c, y_t = np.concatenate([[0, 0], keys[0], [1]]), np.concatenate([[0, 1], keys[1], [0]])
-            bos = np.eye(d)[0]
-            for gap, u in ((x @ M @ y_c - x @ M @ bos, uC), (x @ M @ y_t - x @ M @ bos, uT), (x @ M @ x - x @ M @ bos, uS)):
-                assert gap <= u + 1e-9
+            best = np.where((x @ M)[2:d - 1] >= 0, 1.0, -1.0)  # the content that maximises a key's score
+            for key in (rng.uniform(-1, 1, d - 3), best):
+                y_c, y_t = np.concatenate([[0, 0], key, [1]]), np.concatenate([[0, 1], key, [0]])
+                for gap, u in ((x @ M @ y_c - x @ M @ bos, uC), (x @ M @ y_t - x @ M @ bos, uT),
+                               (x @ M @ x - x @ M @ bos, uS)):
+                    assert gap <= u + 1e-9
 
 
 def test_figure_is_below_every_enumerated_input_and_close_to_it():
