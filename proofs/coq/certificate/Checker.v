@@ -4,9 +4,6 @@ From Coq Require Import Reals QArith Qreals Qround Qminmax Lra Lia List ZArith B
 Import ListNotations.
 From SinksCert Require Import Head.
 
-(* ================================================================= *)
-(* Part 2: the checker (rationals only).                              *)
-
 Open Scope Q_scope.
 
 Definition iv : Type := (Q * Q)%type.

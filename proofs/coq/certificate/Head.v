@@ -1,24 +1,22 @@
-(* A single softmax head's minimum BOS mass over every input, checked by reflection.
+(* A single softmax head's minimum BOS mass over every input: the statement (Head.v).
 
-   Part 1 states the head's real semantics (SPEC sections 1-2): tokens, the input class, the
+   This file states the head's real semantics (SPEC sections 1-2): tokens, the input class, the
    bilinear score x^T M y of a rational score form M = W_Q^T W_K, and the softmax BOS weight of
    a query.  [min_bos_mass_at_least d L M q] says: on EVERY sequence of length L (any trigger
    position j in 2..L-1, any contents in [-1, 1]), at EVERY non-trigger query i in 1..L-1, the
    BOS weight is >= q.
 
-   Part 2 is a checker over rationals: a bisection tree covering the query's content box; at
+   Checker.v is a checker over rationals: a bisection tree covering the query's content box; at
    each leaf outward interval bounds (exact rationals) on the score gaps of the three kinds of
    key (content, trigger, the query itself), exp bounded above through tables of exp facts, and
-   the sum (L-3) e^uC + e^uT + e^uS <= Rc.  Part 3 proves the checker sound once: if it returns
-   true and the tables' facts hold, then [min_bos_mass_at_least d L M q] for q (1 + Rc) <= 1.
-   A certificate file (written by export.py) supplies M, the tables (each fact proved with the
-   interval tactic) and the tree, and runs the checker with vm_compute. *)
+   the sum (L-3) e^uC + e^uT + e^uS <= Rc.  Sound.v, Certified.v and Main.v prove it sound once
+   ([Main.certificate_sound]): if it returns true and the tables' facts hold, then
+   [min_bos_mass_at_least d L (form N D) q] for q (1 + Rc) <= 1, M = N / D.  A certificate file
+   (written by export.py) supplies N, D, the tables (each fact proved with the interval tactic)
+   and the tree, and runs the checker with vm_compute. *)
 
 From Coq Require Import Reals QArith Qreals Qround Qminmax Lra Lia List ZArith Bool.
 Import ListNotations.
-
-(* ================================================================= *)
-(* Part 1: the head's semantics over the reals.                       *)
 
 Open Scope R_scope.
 

@@ -6,9 +6,9 @@ them in order, and reads back, from the certificate file itself, the kernel's ``
 theorem (which must be ``min_bos_mass_at_least d L NAME_M NAME_q``) and its ``Print
 Assumptions``. The certificate passes only if every file compiles, no file adds an assumption of
 its own (``kernel.scan``), the theorem's type is the expected one, and every assumption is one of
-``ALLOWED``: the standard library's reals (``kernel.ALLOWED_AXIOMS``), excluded middle (which
-``Rle_dec`` and the reals' order lemmas use), and the primitive 63-bit integers that the
-interval tactic computes with.
+``ALLOWED``: the standard library's reals (``kernel.ALLOWED_AXIOMS``), excluded middle (which the
+standard library's ``exp_ineq1_le``, 1 + x <= exp x, rests on; ``Certified.exp_small`` uses it), and the
+primitive 63-bit integers (``Uint63`` / ``PrimInt63``) that the interval tactic computes with.
 """
 
 from __future__ import annotations
