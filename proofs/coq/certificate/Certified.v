@@ -108,6 +108,9 @@ Qed.
 
 (* ---------- exp through the tables ---------- *)
 
+Lemma exp_mono x y : x <= y -> exp x <= exp y.
+Proof. intros [H|H]; [left; apply exp_increasing; auto | rewrite H; lra]. Qed.
+
 Lemma lookup_sound s t z e : table_ok s t -> lookup t z = Some e -> exp (IZR z / IZR s) <= Q2R e.
 Proof.
   unfold lookup, table_ok; intros Ht Hf; destruct (find _ t) as [p|] eqn:F; inversion Hf; subst.

@@ -58,3 +58,10 @@ Definition min_bos_mass_at_least (d L : nat) (M : list (list Q)) (q : Q) : Prop 
     forall i, (1 <= i <= L - 1)%nat -> i <> j ->
     Q2R q <= bos_weight d M (sequence d j C) i.
 
+
+(* At the trigger query j itself: the BOS weight is at most p on every input. *)
+Definition max_bos_mass_at_trigger_at_most (d L : nat) (M : list (list Q)) (p : Q) : Prop :=
+  forall (j : nat) (C : nat -> nat -> R),
+    (2 <= j <= L - 1)%nat ->
+    (forall k, (1 <= k <= L - 1)%nat -> in_content_box d (C k)) ->
+    bos_weight d M (sequence d j C) j <= Q2R p.

@@ -15,9 +15,6 @@ Definition gap_bounds (d L : nat) (M : list (list Q)) (Rc : Q) (c : nat -> R) : 
     (forall c', in_content_box d c' -> exp (score d M x (trigger_token d c') - score d M x bos_token) <= eT) /\
     exp (score d M x x - score d M x bos_token) <= eS.
 
-Lemma exp_mono x y : x <= y -> exp x <= exp y.
-Proof. intros [H|H]; [left; apply exp_increasing; auto | rewrite H; lra]. Qed.
-
 Lemma leaf_sound d L N D T Rc box c : (4 <= d)%nat -> tables_ok T -> length box = (d - 3)%nat ->
   leaf_ok d L N D T Rc box = true -> in_qbox box c -> gap_bounds d L (form N D) Rc c.
 Proof.
