@@ -62,12 +62,15 @@ def test_the_score_form_is_the_head_exactly():
 
 def test_bos_gap_figure_is_the_closed_form():
     """One leaf (the head's scores do not depend on content); q = e^b/(e^b + L - 1) rounded down
-    at FIGURE_DIGITS decimals: within 2e-15 below it."""
+    and p = e^-b/(e^-b + 2) (the trigger at j = 2) rounded up at FIGURE_DIGITS decimals: within
+    2e-15 of them."""
     for beta, L in ((10, 16), (3, 8)):
         cert = export.build(softmax_head.build(16, beta), L)
         exact = math.exp(beta) / (math.exp(beta) + L - 1)
-        assert cert.leaves == 1
+        trigger = math.exp(-beta) / (math.exp(-beta) + 2)
+        assert cert.leaves == 1 and cert.trigger_leaves == 1
         assert exact - 2e-15 <= cert.figure <= exact + 1e-16
+        assert trigger - 1e-16 <= cert.trigger_figure <= trigger + 2e-15
 
 
 def test_exp_tables_bracket_exp_at_their_margin():
@@ -85,16 +88,22 @@ def test_exp_tables_bracket_exp_at_their_margin():
             low = t * (1 + mpf(1) / 2 ** 52)
             assert mpf(e.numerator) / e.denominator >= low
             assert mpf(e.numerator) / e.denominator <= low * (1 + mpf(2) ** -(export.TABLE_BITS - 1))
+    lower = export.ExpTables(lower=True)
+    for name, z in (("units", -12), ("thirty_seconds", 17), ("kilo", 31)):
+        e = lower.entry(name, z)
+        with mp.workprec(300):
+            high = exp(mpf(z) / export.SCALES[name]) * (1 - mpf(1) / 2 ** 52)
+            assert high * (1 - mpf(2) ** -(export.TABLE_BITS - 1)) <= mpf(e.numerator) / e.denominator <= high
 
 
-def test_exp_up_bounds_exp_and_is_tight():
-    tables = export.ExpTables()
+def test_exp_up_and_down_bracket_exp_tightly():
+    tables, lower = export.ExpTables(), export.ExpTables(lower=True)
     rng = random.Random(0)
     for _ in range(200):
         u = Fraction(rng.randint(-20_000_000, 2_000_000), 1_000_000)
-        up = tables.up(u)
-        assert float(up) >= math.exp(float(u)) * (1 - 1e-15)
-        assert float(up) <= math.exp(float(u)) * (1 + 1e-6)  # (1 - x)^-1 against e^x, x < 1/1024
+        up, down, e = float(tables.up(u)), float(lower.down(u)), math.exp(float(u))
+        assert e * (1 - 1e-15) <= up <= e * (1 + 1e-6)  # (1 - x)^-1 against e^x, x < 1/1024
+        assert e * (1 - 1e-6) <= down <= e * (1 + 1e-15)  # 1 + x against e^x
 
 
 def _leaf_boxes(cert, n):
@@ -143,26 +152,42 @@ def test_leaf_gaps_bound_sampled_inputs():
                 for gap, u in ((x @ M @ y_c - x @ M @ bos, uC), (x @ M @ y_t - x @ M @ bos, uT),
                                (x @ M @ x - x @ M @ bos, uS)):
                     assert gap <= u + 1e-9
+            t = np.concatenate([[0, 1], c, [0]])  # the trigger as the query
+            lC, lS = (float(v) for v in bound.trigger_gaps(box))
+            worst = np.where((t @ M)[2:d - 1] >= 0, -1.0, 1.0)  # the content that minimises a key's score
+            for key in (rng.uniform(-1, 1, d - 3), worst):
+                y_c = np.concatenate([[0, 0], key, [1]])
+                assert t @ M @ y_c - t @ M @ bos >= lC - 1e-9
+            assert t @ M @ t - t @ M @ bos >= lS - 1e-9
 
 
 def test_figure_is_below_every_enumerated_input_and_close_to_it():
     """d = 5, L = 5, contents on {-1, 0, 1}^2: q is at most every non-trigger BOS weight of every
-    such sequence, and within 1 % (of 1 - a) of the smallest."""
+    such sequence, and within 1 % (of 1 - a) of the smallest; p is at least every trigger's BOS
+    weight and within 1 % of the largest."""
     d, L = 5, 5
     net = random_head(d, 3, scale=0.8)
     cert = export.build(net, L, tol=1e-3)
     grid = list(itertools.product((-1, 0, 1), repeat=d - 3))
-    worst = 1.0
+    worst, trigger = 1.0, 0.0
     for j in range(2, L):
         for contents in itertools.product(grid, repeat=L - 1):
             a = bos_weights(net, sequence(d, j, contents))
             worst = min(worst, min(a[i] for i in range(1, L) if i != j))
+            trigger = max(trigger, a[j])
     assert cert.figure <= worst * (1 + 1e-12)
     assert 1 - cert.figure <= (1 - worst) * 1.01
+    assert trigger * (1 - 1e-12) <= cert.trigger_figure <= trigger * 1.01
 
 
 # ----------------------------------------------------------------------------------------
 # The Coq kernel.
+
+
+def checker_line(cert, k: int) -> int:
+    """The line of the k-th theorem's vm_compute (its checker run) in the certificate file."""
+    lines = export.coq_text(cert, "planted").splitlines()
+    return [i for i, line in enumerate(lines, 1) if "vm_compute" in line][k]
 
 
 @needs_coq
@@ -170,7 +195,8 @@ def test_coq_checks_the_bos_gap_head():
     cert = export.build(softmax_head.build(16, 10), 16)
     result = check.check(cert, "bos_gap")
     assert result.ok, result.reason
-    assert result.statement == "bos_gap_min_bos_mass : min_bos_mass_at_least 16 16 bos_gap_M bos_gap_q"
+    assert result.statement == ("bos_gap_min_bos_mass : min_bos_mass_at_least 16 16 bos_gap_M bos_gap_q / "
+                                "bos_gap_max_bos_at_trigger : max_bos_mass_at_trigger_at_most 16 16 bos_gap_M bos_gap_p")
     assert set(check.ALLOWED) & set(result.assumptions)  # the reals' axioms are listed: the block was read
     e = math.exp(10)
     assert e / (e + 15) - 2e-15 <= cert.figure <= e / (e + 15)
@@ -179,14 +205,15 @@ def test_coq_checks_the_bos_gap_head():
 @needs_coq
 def test_coq_checks_a_trained_head():
     """tests/data's trained single-layer head (seed 1 of the worst-case setting, d = 16, L = 16):
-    a coarse tree (tol 1e-2) keeps the test short; q is below the branch and bound's attained
-    value and within 2 % of it in 1 - a."""
+    coarse trees (tol 1e-2) keep the test short; q is below the branch and bound's attained value
+    and within 2 % of it in 1 - a, p above the trigger's attained value and within 2 % of it."""
     from empirical.weights.formats import load
 
     net = load(DATA / "worst_case_seed1_head.json")[0].network
     cert = export.build(net, 16, tol=1e-2)
-    attained = 1 / (1 + cert.target)
+    attained, trigger = 1 / (1 + cert.target), 1 / (1 + cert.trigger_target)
     assert cert.figure <= attained and 1 - cert.figure <= (1 - attained) * 1.02
+    assert trigger <= cert.trigger_figure <= trigger * 1.02
     result = check.check(cert, "trained")
     assert result.ok, result.reason
 
@@ -203,7 +230,20 @@ def test_coq_rejects_a_figure_above_an_attained_bos_mass():
     cert.Rc = 1 / cert.q - 1
     result = check.check(cert, "planted")
     assert result.ran and not result.ok
-    assert "does not compile" in result.reason
+    assert "does not compile" in result.reason and f"line {checker_line(cert, 0)}," in result.reason
+
+
+@needs_coq
+def test_coq_rejects_a_trigger_figure_below_an_attained_bos_mass():
+    """p lowered just below the trigger's attained BOS mass: false, rejected by the trigger tree."""
+    from empirical.weights.formats import load
+
+    net = load(DATA / "worst_case_seed1_head.json")[0].network
+    cert = export.build(net, 16, tol=1e-2)
+    cert.p = Fraction(1) / (1 + Fraction(cert.trigger_target)) * (1 - Fraction(1, 10 ** 6))
+    result = check.check(cert, "planted")
+    assert result.ran and not result.ok
+    assert "does not compile" in result.reason and f"line {checker_line(cert, 1)}," in result.reason
 
 
 @needs_coq
@@ -220,3 +260,4 @@ def test_sinks_certify_coq_records_the_kernel_checked_figure(tmp_path, capsys):
     coq = json.loads((tmp_path / "o" / "certify.json").read_text())["results"][0]["coq"]
     e = math.exp(3)
     assert coq["ok"] and e / (e + 5) - 2e-15 <= coq["figure"] <= e / (e + 5)
+    assert 1 / (1 + 2 * e) <= coq["trigger_figure"] <= 1 / (1 + 2 * e) + 2e-15  # e^-b / (e^-b + 2)

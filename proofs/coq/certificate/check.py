@@ -103,33 +103,39 @@ class GenericFailure(Exception):
     pass
 
 
-def _statement(output: str, theorem: str) -> tuple[str, str]:
-    """(the Check output, the Print Assumptions block) printed at the end of the certificate."""
-    start = output.find(f"{theorem}\n")
-    if start < 0:
-        start = output.find(theorem)
-    text = output[start:]
-    lines = text.splitlines()
-    k = 1
-    while k < len(lines) and (not lines[k] or lines[k][0].isspace()):
-        k += 1
-    return " ".join(" ".join(lines[:k]).split()), "\n".join(lines[k:])
+def _blocks(output: str, names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(the Check output, the Print Assumptions block) of each theorem printed at the end."""
+    starts = [output.find(f"{n}\n") for n in names]
+    out = []
+    for k, start in enumerate(starts):
+        if start < 0:
+            out.append(("", ""))
+            continue
+        end = starts[k + 1] if k + 1 < len(starts) and starts[k + 1] > start else len(output)
+        lines = output[start:end].splitlines()
+        m = 1
+        while m < len(lines) and (not lines[m] or lines[m][0].isspace()):
+            m += 1
+        out.append((" ".join(" ".join(lines[:m]).split()), "\n".join(lines[m:])))
+    return out
 
 
 def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
     """Compile ``cert`` (an ``export.Certificate``) as NAME.v and check its theorem."""
-    from .export import coq_text
+    from .export import coq_text, statements, theorems
 
     coqc = kernel.coqc_path()
-    theorem = f"{name}_min_bos_mass"
+    names = theorems(name)
+    theorem = " and ".join(names)
     missing = available()
     if missing:
         return CoqCheck(False, False, missing, theorem)
-    text = coq_text(cert, name) + f"Check {theorem}.\nPrint Assumptions {theorem}.\n"
+    text = coq_text(cert, name) + "".join(f"Check {n}.\nPrint Assumptions {n}.\n" for n in names)
     files = generic_files()
     size = {"certificate_lines": text.count("\n"), "certificate_bytes": len(text.encode()),
-            "leaves": cert.leaves, "depth": cert.depth,
-            "exp_facts": sum(len(t) for t in cert.tables.values()),
+            "leaves": cert.leaves, "depth": cert.depth, "trigger_leaves": cert.trigger_leaves,
+            "trigger_depth": cert.trigger_depth,
+            "exp_facts": sum(len(t) for t in cert.tables.values()) + sum(len(t) for t in cert.trigger_tables.values()),
             "generic_lines": sum((HERE / f).read_text().count("\n") for f in files)}
     texts = {f: (HERE / f).read_text() for f in files} | {f"{name}.v": text}
     found = [line for f, t in texts.items() for line in kernel.scan(t, f)]
@@ -160,12 +166,17 @@ def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
     except subprocess.TimeoutExpired:
         return failed(f"coqc ran past {timeout:.0f} s")
     wall, cpu = time.monotonic() - start, _children_cpu() - cpu0
-    statement, block = _statement(out, theorem)
-    expected = f"{theorem} : min_bos_mass_at_least {cert.d} {cert.L} {name}_M {name}_q"
-    axioms, problem = kernel.parse_assumptions(block)
+    problems, printed, axioms = [], [], []
+    for (statement, block), expected in zip(_blocks(out, names), statements(cert, name)):
+        printed.append(statement)
+        if statement != expected:
+            problems.append(f"the theorem states {statement!r}, not {expected!r}")
+        found_axioms, problem = kernel.parse_assumptions(block)
+        axioms += [a for a in found_axioms if a not in axioms]
+        problems += [problem] if problem else []
     extra = [a for a in axioms if a not in ALLOWED and not PRIMITIVE.match(a)]
-    reason = ("" if statement == expected else f"the theorem states {statement!r}, not {expected!r}") or problem \
-        or (f"assumes {', '.join(extra)}" if extra else "")
+    problems += [f"assumes {', '.join(extra)}"] if extra else []
+    reason, statement, axioms = "; ".join(problems), " / ".join(printed), tuple(axioms)
     return CoqCheck(True, not reason, reason or "checked by the Coq kernel", theorem, statement, axioms,
                     wall, cpu, version, size)
 

@@ -49,10 +49,20 @@ class Certificate:
     depth: int = 0
     target: float | None = None  # the branch and bound's attained sum at the worst query
     closed: bool = True  # every leaf within tol of the target
+    trigger_tree: Any = None  # the trigger query's covering tree
+    p: Fraction = Fraction(1)  # the trigger's figure: a_j0 <= p on every input
+    trigger_tables: dict[str, dict[int, Fraction]] = field(default_factory=dict)  # lower exp facts
+    trigger_leaves: int = 1
+    trigger_depth: int = 0
+    trigger_target: float | None = None  # the branch and bound's attained sum at the trigger (j = 2)
 
     @property
     def figure(self) -> float:
         return float(self.q)
+
+    @property
+    def trigger_figure(self) -> float:
+        return float(self.p)
 
 
 def _floor(x: Fraction) -> int:
@@ -60,9 +70,11 @@ def _floor(x: Fraction) -> int:
 
 
 class ExpTables:
-    """exp_up of Checker.v, recording the table entries it uses (each an interval-tactic fact)."""
+    """exp_up (``lower``: exp_down) of Checker.v / TriggerChecker.v, recording the table entries it
+    uses (each an interval-tactic fact: exp(t) <= e, or e <= exp(t) for the lower tables)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lower: bool = False) -> None:
+        self.lower = lower
         self.entries: dict[str, dict[int, Fraction]] = {name: {} for name in SCALES}
 
     def entry(self, name: str, z: int) -> Fraction:
@@ -71,20 +83,30 @@ class ExpTables:
             from mpmath import mp, mpf, exp, floor, log
 
             with mp.workprec(200):
-                value = exp(mpf(z) / SCALES[name]) * (1 + mpf(TABLE_MARGIN.numerator) / TABLE_MARGIN.denominator)
+                margin = mpf(TABLE_MARGIN.numerator) / TABLE_MARGIN.denominator
+                value = exp(mpf(z) / SCALES[name]) * (1 - margin if self.lower else 1 + margin)
                 shift = TABLE_BITS - int(floor(log(value, 2)))
-                table[z] = Fraction(int(mp.ceil(value * mpf(2) ** shift)), 2 ** shift) if shift >= 0 else \
-                    Fraction(int(mp.ceil(value / mpf(2) ** -shift)) * 2 ** -shift)
+                rounded = int((mp.floor if self.lower else mp.ceil)(value * mpf(2) ** shift))
+                table[z] = Fraction(rounded, 2 ** shift) if shift >= 0 else Fraction(rounded * 2 ** -shift)
         return table[z]
 
-    def up(self, u: Fraction) -> Fraction:
+    def _parts(self, u: Fraction) -> tuple[Fraction, Fraction]:
+        """(e1 e2 e3, x) with u = a + b/32 + c/1024 + x, 0 <= x < 1/1024 (the checker's split)."""
         a = _floor(u)
         r1 = u - a
         b = _floor(r1 * 32)
         r2 = r1 - Fraction(b, 32)
         c = _floor(r2 * 1024)
         x = r2 - Fraction(c, 1024)
-        return self.entry("units", a) * self.entry("thirty_seconds", b) * self.entry("kilo", c) / (1 - x)
+        return self.entry("units", a) * self.entry("thirty_seconds", b) * self.entry("kilo", c), x
+
+    def up(self, u: Fraction) -> Fraction:
+        e, x = self._parts(u)
+        return e / (1 - x)
+
+    def down(self, u: Fraction) -> Fraction:
+        e, x = self._parts(u)
+        return e * (1 + x)
 
 
 class LeafBound:
@@ -110,12 +132,18 @@ class LeafBound:
         own = [bos if b == 0 else self.query_iv(box, b) for b in range(d)]
         return content, trigger, own
 
-    def functional(self, box):
+    def trigger_iv(self, box, a: int):
+        if a == 1:
+            return (Fraction(1), Fraction(1))
+        return box[a - 2] if self._is_content(a) else (Fraction(0), Fraction(0))
+
+    def functional(self, box, token=None):
+        token = token or self.query_iv
         out = []
         for b in range(self.d):
             lo = hi = Fraction(0)
             for a in range(self.d):
-                m, (xl, xh) = self.N[a][b], self.query_iv(box, a)
+                m, (xl, xh) = self.N[a][b], token(box, a)
                 p, r = (m * xl, m * xh) if m >= 0 else (m * xh, m * xl)
                 lo, hi = lo + p, hi + r
             out.append((lo, hi))
@@ -130,6 +158,18 @@ class LeafBound:
         uC, uT, uS = self.gaps(box)
         up = self.tables.up
         return (self.L - 3) * up(uC) + up(uT) + up(uS)
+
+    def trigger_gaps(self, box) -> tuple[Fraction, Fraction]:
+        """Lower bounds of a content key's and the trigger query's own gap (TriggerChecker.v)."""
+        G = self.functional(box, self.trigger_iv)
+        content = self.keys(box)[0]
+        own = [(Fraction(-1), Fraction(-1)) if b == 0 else self.trigger_iv(box, b) for b in range(self.d)]
+        return tuple(sum((min(g[0] * y[0], g[0] * y[1], g[1] * y[0], g[1] * y[1]) for g, y in zip(G, ys)),
+                         Fraction(0)) / self.D for ys in (content, own))
+
+    def trigger_total(self, box, lower: ExpTables) -> Fraction:
+        lC, lS = self.trigger_gaps(box)
+        return lower.down(lC) + lower.down(lS)
 
 
 def _split_coordinate(M, box) -> int:
@@ -161,54 +201,69 @@ def single_head_form(net: reference.Network) -> tuple[list[list[int]], int]:
     return [list(row) for row in M.N], M.den
 
 
-def branch_and_bound_target(net: reference.Network, L: int) -> float:
-    """The sum the certified branch and bound attains at the worst non-trigger query (L - 1,
-    trigger earlier): (L - 3) content keys, the trigger and the query itself."""
+def branch_and_bound_targets(net: reference.Network, L: int) -> tuple[float, float]:
+    """The sums the certified branch and bound attains at the worst queries: the largest at a
+    non-trigger query (L - 1, trigger earlier: L - 3 content keys, the trigger, the query itself)
+    and the smallest at the trigger (j = 2: one content key and the trigger itself)."""
     from proofs.certify import branch, heads, sink
 
-    obj, _, _ = sink.objective(heads.head_maps(net), L - 1, "after")
-    return branch.maximise(obj, net.d - 3).best
+    h = heads.head_maps(net)
+    after, _, _ = sink.objective(h, L - 1, "after")
+    trigger, _, _ = sink.objective(h, 2, "trigger")
+    return branch.maximise(after, net.d - 3).best, -branch.maximise(trigger, net.d - 3).best
 
 
-def build(net: reference.Network, L: int, tol: float = 1e-3, max_leaves: int = 20_000) -> Certificate:
-    """The covering tree, its bound Rc and the figure q for ``net`` at length ``L``."""
-    if L < 4 or net.d < 4:
-        raise BadInput(f"the task needs d >= 4 and L >= 4; got d = {net.d}, L = {L}")
-    N, D = single_head_form(net)
-    tables = ExpTables()
-    bound = LeafBound(N, D, L, tables)
-    target = branch_and_bound_target(net, L)
-    n = net.d - 3
+def _refine(badness, n: int, N, goal: float, max_leaves: int):
+    """Split the worst leaf (largest ``badness``) until every leaf is at most ``goal`` or there are
+    ``max_leaves``: (tree, {leaf id: badness})."""
     root = [(Fraction(-1), Fraction(1))] * n
     nodes: dict[int, Any] = {}  # id -> (k, left id, right id) for split nodes
-    heap = [(-float(bound.total(root)), 0, bound.total(root), root)]
-    counter, leaves = 1, {0: bound.total(root)}
-    goal = target * (1 + tol)
+    first = badness(root)
+    heap, leaves, counter = [(-float(first), 0, root)], {0: first}, 1
     while heap and len(leaves) < max_leaves and -heap[0][0] > goal:
-        _, i, _, box = heapq.heappop(heap)
+        _, i, box = heapq.heappop(heap)
         k = _split_coordinate(N, box)
         del leaves[i]
         nodes[i] = (k, counter, counter + 1)
         for child in _halves(box, k):
-            total = bound.total(child)
-            leaves[counter] = total
-            heapq.heappush(heap, (-float(total), counter, total, child))
+            leaves[counter] = badness(child)
+            heapq.heappush(heap, (-float(leaves[counter]), counter, child))
             counter += 1
-    Rc = max(leaves.values())
-    scale = 10 ** FIGURE_DIGITS
-    Rc_up = Fraction(math.ceil(Rc * scale), scale)
-    q = Fraction(math.floor(scale / (1 + Rc_up)), scale)
-    assert q * (1 + Rc_up) <= 1 and Rc_up >= Rc
 
     def tree(i: int):
         return None if i not in nodes else (nodes[i][0], tree(nodes[i][1]), tree(nodes[i][2]))
 
-    def depth(t) -> int:
-        return 0 if t is None else 1 + max(depth(t[1]), depth(t[2]))
+    return tree(0), leaves
 
-    t = tree(0)
-    return Certificate(net.d, L, N, D, t, Rc_up, q, tables.entries, len(leaves), depth(t), target,
-                       float(Rc) <= goal)
+
+def _depth(t) -> int:
+    return 0 if t is None else 1 + max(_depth(t[1]), _depth(t[2]))
+
+
+def build(net: reference.Network, L: int, tol: float = 1e-3, max_leaves: int = 20_000) -> Certificate:
+    """The covering trees, their bounds and the figures q (non-trigger minimum) and p (trigger
+    maximum) for ``net`` at length ``L``."""
+    if L < 4 or net.d < 4:
+        raise BadInput(f"the task needs d >= 4 and L >= 4; got d = {net.d}, L = {L}")
+    N, D = single_head_form(net)
+    upper, lower = ExpTables(), ExpTables(lower=True)
+    bound = LeafBound(N, D, L, upper)
+    target, trigger_target = branch_and_bound_targets(net, L)
+    n = net.d - 3
+    tree, leaves = _refine(bound.total, n, N, target * (1 + tol), max_leaves)
+    scale = 10 ** FIGURE_DIGITS
+    Rc = max(leaves.values())
+    Rc_up = Fraction(math.ceil(Rc * scale), scale)
+    q = Fraction(math.floor(scale / (1 + Rc_up)), scale)
+    assert q * (1 + Rc_up) <= 1 and Rc_up >= Rc
+    t_tree, t_leaves = _refine(lambda box: -bound.trigger_total(box, lower), n, N,
+                               -trigger_target * (1 - tol), max_leaves)
+    low = min(-v for v in t_leaves.values())
+    p = Fraction(math.ceil(scale / (1 + low)), scale)
+    assert p * (1 + low) >= 1
+    return Certificate(net.d, L, N, D, tree, Rc_up, q, upper.entries, len(leaves), _depth(tree), target,
+                       float(Rc) <= target * (1 + tol), t_tree, p, lower.entries, len(t_leaves),
+                       _depth(t_tree), trigger_target)
 
 
 # ----------------------------------------------------------------------------------------
@@ -233,40 +288,72 @@ def _tree_text(t) -> str:
     return "".join(parts)
 
 
+def _tables_text(prefix: str, tables: dict[str, dict[int, Fraction]], predicate: str) -> list[str]:
+    """The three tables and their facts, each fact by the interval tactic."""
+    out = []
+    for table, scale in SCALES.items():
+        body = "; ".join(f"(({z})%Z, {_q(e)})" for z, e in sorted(tables[table].items()))
+        out.append(f"Definition {prefix}_{table} : table := [{body}].")
+        out.append(f"Lemma {prefix}_{table}_ok : {predicate} {scale} {prefix}_{table}.\n"
+                   f"Proof.\n  unfold {predicate}, {prefix}_{table}.\n"
+                   "  repeat (apply Forall_cons; [cbv beta; cbn [fst snd Qnum Qden]; unfold Q2R; cbn [Qnum Qden];\n"
+                   "                              interval with (i_prec 90)|]).\n"
+                   "  apply Forall_nil.\nQed.")
+    out.append(f"Definition {prefix}_tables : tables := {{| units := {prefix}_units; "
+               f"thirty_seconds := {prefix}_thirty_seconds; kilo := {prefix}_kilo |}}.")
+    return out
+
+
+def _tables_proof(prefix: str) -> str:
+    return (f"  - split; [exact {prefix}_units_ok | split; [exact {prefix}_thirty_seconds_ok | "
+            f"exact {prefix}_kilo_ok]].")
+
+
+def theorems(name: str) -> tuple[str, str]:
+    """The certificate file's two theorems: the non-trigger minimum and the trigger maximum."""
+    return f"{name}_min_bos_mass", f"{name}_max_bos_at_trigger"
+
+
+def statements(cert: Certificate, name: str) -> tuple[str, str]:
+    """What the kernel's Check must print for ``theorems(name)``."""
+    low, high = theorems(name)
+    return (f"{low} : min_bos_mass_at_least {cert.d} {cert.L} {name}_M {name}_q",
+            f"{high} : max_bos_mass_at_trigger_at_most {cert.d} {cert.L} {name}_M {name}_p")
+
+
 def coq_text(cert: Certificate, name: str) -> str:
-    """The certificate as a Coq file: data, the table facts (interval tactic) and the theorem."""
+    """The certificate as a Coq file: data, the table facts (interval tactic) and the theorems."""
     rows = ";\n  ".join("[" + "; ".join(f"({v})%Z" for v in row) + "]" for row in cert.N)
+    low, high = theorems(name)
+    args = f"{cert.d} {cert.L} {name}_N {name}_D"
     out = [
         f"(* Generated by proofs/coq/certificate/export.py: {name}, d = {cert.d}, L = {cert.L}, "
-        f"{cert.leaves} leaves. *)",
+        f"{cert.leaves} + {cert.trigger_leaves} leaves. *)",
         "From Coq Require Import Reals QArith List ZArith.",
         "From Interval Require Import Tactic.",
         "Import ListNotations.",
-        "From SinksCert Require Import Head Checker Main.",
+        "From SinksCert Require Import Head Checker Main TriggerChecker TriggerSound.",
         "Open Scope Q_scope.",
         f"Definition {name}_N : list (list Z) :=\n  [{rows}].",
         f"Definition {name}_D : positive := {cert.D}.",
         f"Definition {name}_M : list (list Q) := form {name}_N {name}_D.",
-    ]
-    for table, scale in SCALES.items():
-        items = sorted(cert.tables[table].items())
-        body = "; ".join(f"(({z})%Z, {_q(e)})" for z, e in items)
-        out.append(f"Definition {name}_{table} : table := [{body}].")
-        out.append(f"Lemma {name}_{table}_ok : table_ok {scale} {name}_{table}.\n"
-                   f"Proof.\n  unfold table_ok, {name}_{table}.\n"
-                   "  repeat (apply Forall_cons; [cbv beta; cbn [fst snd Qnum Qden]; unfold Q2R; cbn [Qnum Qden];\n"
-                   "                              interval with (i_prec 90)|]).\n"
-                   "  apply Forall_nil.\nQed.")
-    out += [
-        f"Definition {name}_tables : tables := {{| units := {name}_units; thirty_seconds := {name}_thirty_seconds; "
-        f"kilo := {name}_kilo |}}.",
+        *_tables_text(f"{name}_up", cert.tables, "table_ok"),
+        *_tables_text(f"{name}_lo", cert.trigger_tables, "table_lo_ok"),
         f"Definition {name}_tree : tree := {_tree_text(cert.tree)}.",
+        f"Definition {name}_trigger_tree : tree := {_tree_text(cert.trigger_tree)}.",
         f"Definition {name}_Rc : Q := {_q(cert.Rc)}.",
         f"Definition {name}_q : Q := {_q(cert.q)}.",
-        f"Theorem {name}_min_bos_mass : min_bos_mass_at_least {cert.d} {cert.L} {name}_M {name}_q.",
+        f"Definition {name}_p : Q := {_q(cert.p)}.",
+        f"Theorem {low} : min_bos_mass_at_least {cert.d} {cert.L} {name}_M {name}_q.",
         "Proof.",
-        f"  apply (certificate_sound {cert.d} {cert.L} {name}_N {name}_D {name}_tables {name}_Rc {name}_q {name}_tree).",
-        f"  - split; [exact {name}_units_ok | split; [exact {name}_thirty_seconds_ok | exact {name}_kilo_ok]].",
+        f"  apply (certificate_sound {args} {name}_up_tables {name}_Rc {name}_q {name}_tree).",
+        _tables_proof(f"{name}_up"),
+        "  - vm_compute. reflexivity.",
+        "Qed.",
+        f"Theorem {high} : max_bos_mass_at_trigger_at_most {cert.d} {cert.L} {name}_M {name}_p.",
+        "Proof.",
+        f"  apply (trigger_certificate_sound {args} {name}_lo_tables {name}_p {name}_trigger_tree).",
+        _tables_proof(f"{name}_lo"),
         "  - vm_compute. reflexivity.",
         "Qed.",
     ]
