@@ -2,13 +2,15 @@
 
 ``check(cert, name)`` copies the generic files named in ``_CoqProject`` (the semantics, the
 checker and its soundness proof) and the certificate's own file into a temporary folder, compiles
-them in order, and reads back, from the certificate file itself, the kernel's ``Check`` of the
-theorem (which must be ``min_bos_mass_at_least d L NAME_M NAME_q``) and its ``Print
+them in order, and reads back, from the certificate file itself, the kernel's ``Check`` of its
+two theorems (which must be ``min_bos_mass_at_least d L NAME_M NAME_q`` and
+``max_bos_mass_at_trigger_at_most d L NAME_M NAME_p``, ``export.statements``) and their ``Print
 Assumptions``. The certificate passes only if every file compiles, no file adds an assumption of
-its own (``kernel.scan``), the theorem's type is the expected one, and every assumption is one of
+its own (``kernel.scan``), each theorem's type is the expected one, and every assumption is one of
 ``ALLOWED``: the standard library's reals (``kernel.ALLOWED_AXIOMS``), excluded middle (which the
-standard library's ``exp_ineq1_le``, 1 + x <= exp x, rests on; ``Certified.exp_small`` uses it), and the
-primitive 63-bit integers (``Uint63`` / ``PrimInt63``) that the interval tactic computes with.
+standard library's ``exp_ineq1_le``, 1 + x <= exp x, rests on; ``Certified.exp_small`` and
+``TriggerSound.exp_down_sound`` use it), and the primitive 63-bit integers (``Uint63`` /
+``PrimInt63``) that the interval tactic computes with.
 """
 
 from __future__ import annotations
