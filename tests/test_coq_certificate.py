@@ -256,7 +256,7 @@ def test_sinks_certify_coq_records_the_kernel_checked_figure(tmp_path, capsys):
     path = write_network_json(tmp_path / "w.json", softmax_head.build(5, 3))
     code = cli.main(["certify", str(path), "--L", "6", "--no-measure", "--coq", "--out", str(tmp_path / "o")])
     out = capsys.readouterr().out
-    assert code == 0 and "checked by the Coq kernel" in out
+    assert code == 0 and "Coq, checked by the kernel: min a_i0 >= " in out
     coq = json.loads((tmp_path / "o" / "certify.json").read_text())["results"][0]["coq"]
     e = math.exp(3)
     assert coq["ok"] and e / (e + 5) - 2e-15 <= coq["figure"] <= e / (e + 5)

@@ -108,9 +108,15 @@ def _coq(net, L: int, cert: dict) -> dict:
         return {"ran": False, "reason": "covers single-layer softmax heads only"}
     coq = export.build(net, L)
     result = check.check(coq, "head")
-    verdict = "checked by the Coq kernel" if result.ok else f"NOT checked: {result.reason}"
-    print(f"  Coq: min a_i0 >= {coq.figure:.12g} at every non-trigger query, a_j0 <= {coq.trigger_figure:.6g} at "
-          f"the trigger ({verdict}; {coq.leaves} + {coq.trigger_leaves} leaves, coqc {result.cpu_seconds:.1f} s CPU)")
+    figures = (f"min a_i0 >= {coq.figure:.12g} at every non-trigger query, a_j0 <= {coq.trigger_figure:.6g} at "
+               f"the trigger")
+    if not result.ran:
+        print(f"  Coq: not run ({result.reason})")
+    elif result.ok:
+        print(f"  Coq, checked by the kernel: {figures} ({coq.leaves} + {coq.trigger_leaves} leaves, coqc "
+              f"{result.cpu_seconds:.1f} s CPU)")
+    else:
+        print(f"  Coq: NOT checked ({result.reason}); the exported figures ({figures}) are unproved")
     return {**result.to_dict(), "figure": coq.figure, "figure_exact": str(coq.q),
             "trigger_figure": coq.trigger_figure, "trigger_figure_exact": str(coq.p),
             "python_figure": cert["min_bos_nontrigger"], "python_trigger_figure": cert["max_bos_trigger"]}
