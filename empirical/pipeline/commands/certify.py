@@ -5,7 +5,9 @@ per seed) or a PyTorch state dict of the paper's original code (``torch.load(wei
 Prints per head and query position the certified minimum BOS mass with its witness, eta_up /
 eta_lo and the T1 check beside the measured figures; writes ``certify.json`` (with provenance)
 and ``certify.png`` (certified minimum beside the measured mean) into ``--out``. Everything is
-computed before anything is written, so bad input leaves no partial output (exit 2).
+computed before anything is written, so bad input leaves no partial output (exit 2). ``--coq``
+adds each single-layer softmax head's minimum BOS mass checked by the Coq kernel
+(``proofs/coq/certificate``).
 
 d and the attention kind come from the file; a training summary also fixes L (its config's),
 so the certificate is for the length the weights were trained at. ``--L`` other than that is an
@@ -30,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                 "one that disagrees with the file's is bad input")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="only these seeds of a training summary")
     p.add_argument("--no-measure", action="store_true", help="skip the measured figures (no torch)")
+    p.add_argument("--coq", action="store_true",
+                   help="also check each single-layer softmax head's minimum BOS mass in Coq "
+                        "(proofs/coq/certificate; needs coqc and the Interval library, else 'not run')")
     p.add_argument("--out", default="results/certify", help="folder for certify.json and certify.png")
     p.set_defaults(run=run)
 
@@ -93,6 +98,30 @@ def resolve_length(asked: int | None, loaded) -> dict:
     return {"L": L, "source": source, "trained_L": trained_L, "override": override, "says": says}
 
 
+def _coq(net, L: int, cert: dict) -> dict:
+    """The Coq-checked minimum BOS mass of a single-layer softmax head (proofs/coq/certificate),
+    printed and recorded; other heads: 'not run' with the reason."""
+    from proofs.coq.certificate import check, export
+
+    if cert["type"] != "single head" or net.kind != "softmax":
+        print("  Coq: not run (the Coq certificate covers single-layer softmax heads)")
+        return {"ran": False, "reason": "covers single-layer softmax heads only"}
+    coq = export.build(net, L)
+    result = check.check(coq, "head")
+    figures = (f"min a_i0 >= {coq.figure:.12g} at every non-trigger query, a_j0 <= {coq.trigger_figure:.6g} at "
+               f"the trigger")
+    if not result.ran:
+        print(f"  Coq: not run ({result.reason})")
+    elif result.ok:
+        print(f"  Coq, checked by the kernel: {figures} ({coq.leaves} + {coq.trigger_leaves} leaves, coqc "
+              f"{result.cpu_seconds:.1f} s CPU)")
+    else:
+        print(f"  Coq: NOT checked ({result.reason}); the exported figures ({figures}) are unproved")
+    return {**result.to_dict(), "figure": coq.figure, "figure_exact": str(coq.q),
+            "trigger_figure": coq.trigger_figure, "trigger_figure_exact": str(coq.p),
+            "python_figure": cert["min_bos_nontrigger"], "python_trigger_figure": cert["max_bos_trigger"]}
+
+
 def run(args: argparse.Namespace) -> int:
     from constructions import files
     from constructions.errors import BadInput
@@ -117,9 +146,12 @@ def run(args: argparse.Namespace) -> int:
             print(length["says"])
         results.append({"label": item.label, "certificate": cert, "measured": measured, "table": rows})
         _print(item.label, cert, rows)
+        if args.coq:
+            results[-1]["coq"] = _coq(item.network, L, cert)
     record = {"weights": str(args.weights), "length": length, "results": results, "columns": certificates.COLUMNS,
               "provenance": files.provenance({"weights": str(args.weights), "L": args.L, "kind": args.kind,
-                                              "seeds": args.seeds, "measure": not args.no_measure}, args.seeds)}
+                                              "seeds": args.seeds, "measure": not args.no_measure,
+                                              "coq": args.coq}, args.seeds)}
     figure = certificates.heat_map(results, out / "certify.png")
     path = files.write_json(out / "certify.json", record)
     print(f"certificate: {path}\nfigure: {figure}")

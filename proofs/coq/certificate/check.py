@@ -1,0 +1,184 @@
+"""Compile a certificate (``export.coq_text``) with coqc against the generic development.
+
+``check(cert, name)`` copies the generic files named in ``_CoqProject`` (the semantics, the
+checker and its soundness proof) and the certificate's own file into a temporary folder, compiles
+them in order, and reads back, from the certificate file itself, the kernel's ``Check`` of its
+two theorems (which must be ``min_bos_mass_at_least d L NAME_M NAME_q`` and
+``max_bos_mass_at_trigger_at_most d L NAME_M NAME_p``, ``export.statements``) and their ``Print
+Assumptions``. The certificate passes only if every file compiles, no file adds an assumption of
+its own (``kernel.scan``), each theorem's type is the expected one, and every assumption is one of
+``ALLOWED``: the standard library's reals (``kernel.ALLOWED_AXIOMS``), excluded middle (which the
+standard library's ``exp_ineq1_le``, 1 + x <= exp x, rests on; ``Certified.exp_small`` and
+``TriggerSound.exp_down_sound`` use it), and the primitive 63-bit integers (``Uint63`` /
+``PrimInt63``) that the interval tactic computes with.
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from proofs.coq import kernel
+
+HERE = Path(__file__).resolve().parent
+LIBRARY = "SinksCert"
+INSTALL_HINT = "apt-get install -y coq libcoq-interval libcoq-flocq libcoq-coquelicot"
+ALLOWED = tuple(kernel.ALLOWED_AXIOMS) + ("Classical_Prop.classic",)
+PRIMITIVE = re.compile(r"^(Uint63|PrimInt63)\.")  # the interval tactic's machine integers
+
+
+@dataclass
+class CoqCheck:
+    ran: bool
+    ok: bool
+    reason: str
+    theorem: str = ""
+    statement: str = ""  # the kernel's Check output
+    assumptions: tuple[str, ...] = ()
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # coqc's own CPU (children's rusage)
+    coqc: str = ""
+    size: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def generic_files() -> list[str]:
+    """The generic .v files in compile order (``_CoqProject``)."""
+    lines = (HERE / "_CoqProject").read_text().split("\n")
+    return [ln.strip() for ln in lines if ln.strip().endswith(".v")]
+
+
+def available() -> str:
+    """'' when coqc and the Interval library are installed, else why not (a skip reason)."""
+    coqc = kernel.coqc_path()
+    if coqc is None:
+        return f"coqc not found (install: {INSTALL_HINT})"
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "Probe.v"
+        probe.write_text("From Interval Require Import Tactic.\n")
+        run = subprocess.run([coqc, probe.name], cwd=tmp, capture_output=True, text=True, timeout=120)
+    if run.returncode != 0:
+        return f"the Coq Interval library is missing (install: {INSTALL_HINT})"
+    return ""
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _coqc(coqc: str, build: Path, name: str, deadline: float) -> subprocess.CompletedProcess:
+    return subprocess.run([coqc, "-R", ".", LIBRARY, name], cwd=build, capture_output=True, text=True,
+                          timeout=max(deadline - time.monotonic(), 1.0))
+
+
+_GENERIC: dict[str, tuple[Path, float, float]] = {}  # coqc -> (compiled generic folder, wall s, CPU s)
+
+
+def _generic_build(coqc: str, deadline: float) -> tuple[Path, float, float]:
+    """The generic files compiled once per process (kept in a temporary folder until exit)."""
+    if coqc not in _GENERIC:
+        import atexit
+
+        folder = Path(tempfile.mkdtemp(prefix="sinks-coq-generic-"))
+        atexit.register(shutil.rmtree, folder, True)
+        start, cpu0 = time.monotonic(), _children_cpu()
+        for f in generic_files():
+            (folder / f).write_text((HERE / f).read_text())
+            run = _coqc(coqc, folder, f, deadline)
+            if run.returncode != 0:
+                shutil.rmtree(folder, True)
+                raise GenericFailure(f"{f} does not compile: {' '.join((run.stdout + run.stderr).split())[:400]}")
+        _GENERIC[coqc] = (folder, time.monotonic() - start, _children_cpu() - cpu0)
+    return _GENERIC[coqc]
+
+
+class GenericFailure(Exception):
+    pass
+
+
+def _blocks(output: str, names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(the Check output, the Print Assumptions block) of each theorem printed at the end."""
+    starts = [output.find(f"{n}\n") for n in names]
+    out = []
+    for k, start in enumerate(starts):
+        if start < 0:
+            out.append(("", ""))
+            continue
+        end = starts[k + 1] if k + 1 < len(starts) and starts[k + 1] > start else len(output)
+        lines = output[start:end].splitlines()
+        m = 1
+        while m < len(lines) and (not lines[m] or lines[m][0].isspace()):
+            m += 1
+        out.append((" ".join(" ".join(lines[:m]).split()), "\n".join(lines[m:])))
+    return out
+
+
+def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
+    """Compile ``cert`` (an ``export.Certificate``) as NAME.v and check its theorem."""
+    from .export import coq_text, statements, theorems
+
+    coqc = kernel.coqc_path()
+    names = theorems(name)
+    theorem = " and ".join(names)
+    missing = available()
+    if missing:
+        return CoqCheck(False, False, missing, theorem)
+    text = coq_text(cert, name) + "".join(f"Check {n}.\nPrint Assumptions {n}.\n" for n in names)
+    files = generic_files()
+    size = {"certificate_lines": text.count("\n"), "certificate_bytes": len(text.encode()),
+            "leaves": cert.leaves, "depth": cert.depth, "trigger_leaves": cert.trigger_leaves,
+            "trigger_depth": cert.trigger_depth,
+            "exp_facts": sum(len(t) for t in cert.tables.values()) + sum(len(t) for t in cert.trigger_tables.values()),
+            "generic_lines": sum((HERE / f).read_text().count("\n") for f in files)}
+    texts = {f: (HERE / f).read_text() for f in files} | {f"{name}.v": text}
+    found = [line for f, t in texts.items() for line in kernel.scan(t, f)]
+    version = kernel.coqc_version(coqc)
+    if found:
+        return CoqCheck(True, False, "; ".join(found), theorem, coqc=version, size=size)
+    start, cpu0 = time.monotonic(), _children_cpu()
+    deadline = start + timeout
+
+    def failed(reason: str) -> CoqCheck:
+        return CoqCheck(True, False, reason, theorem, coqc=version, size=size,
+                        wall_seconds=time.monotonic() - start, cpu_seconds=_children_cpu() - cpu0)
+
+    try:
+        generic, size["generic_wall_seconds"], size["generic_cpu_seconds"] = _generic_build(coqc, deadline)
+        start, cpu0 = time.monotonic(), _children_cpu()  # the certificate's own time from here
+        with tempfile.TemporaryDirectory(prefix="sinks-coq-cert-") as tmp:
+            build = Path(tmp)
+            for f in generic.iterdir():
+                shutil.copy(f, build / f.name)
+            (build / f"{name}.v").write_text(text)
+            run = _coqc(coqc, build, f"{name}.v", deadline)
+            if run.returncode != 0:
+                return failed(f"{name}.v does not compile: {' '.join((run.stdout + run.stderr).split())[:400]}")
+            out = run.stdout
+    except GenericFailure as e:
+        return failed(str(e))
+    except subprocess.TimeoutExpired:
+        return failed(f"coqc ran past {timeout:.0f} s")
+    wall, cpu = time.monotonic() - start, _children_cpu() - cpu0
+    problems, printed, axioms = [], [], []
+    for (statement, block), expected in zip(_blocks(out, names), statements(cert, name)):
+        printed.append(statement)
+        if statement != expected:
+            problems.append(f"the theorem states {statement!r}, not {expected!r}")
+        found_axioms, problem = kernel.parse_assumptions(block)
+        axioms += [a for a in found_axioms if a not in axioms]
+        problems += [problem] if problem else []
+    extra = [a for a in axioms if a not in ALLOWED and not PRIMITIVE.match(a)]
+    problems += [f"assumes {', '.join(extra)}"] if extra else []
+    reason, statement, axioms = "; ".join(problems), " / ".join(printed), tuple(axioms)
+    return CoqCheck(True, not reason, reason or "checked by the Coq kernel", theorem, statement, axioms,
+                    wall, cpu, version, size)
+
