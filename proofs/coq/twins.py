@@ -30,6 +30,7 @@ TWINS = {
     "relu_construction_exact": ("relu_construction_exact", "relu_head_zero_error"),
     "t2_multi_layer_existential": ("t2_multi_layer_existential", "cancelling_pair_bounds",
                                    "cancel_error_bound_vanishes"),
+    "softmax_family_limits": ("softmax_family_limits",),
 }
 
 # The type of each main theorem: a proposition defined below, or their conjunction.
@@ -50,6 +51,7 @@ THEOREM_TYPES = {
     "t2_multi_layer_existential": "T2Refuted",
     "cancelling_pair_bounds": "CancellingPairBounds",
     "cancel_error_bound_vanishes": "ErrorBoundVanishes",
+    "softmax_family_limits": "SoftmaxFamilyLimits",
 }
 
 
@@ -184,6 +186,36 @@ def expected_props() -> dict[str, str]:
         "ErrorBoundVanishes": "forall L e, 0 < e -> exists beta0, forall beta, beta0 <= beta -> "
                               f"{coq(t2.error_bound(beta, sympy.Symbol('L')))} < e",
         "vanishes_at_zero": "forall e, 0 < e -> exists delta, 0 < delta /\\ forall eta, 0 <= eta < delta -> F eta < e",
+        **_sufficiency_props(d4),
+    }
+
+
+def _sufficiency_props(d4: str) -> dict[str, str]:
+    """The softmax family (``softmax_head``) and T1's non-vacuity: the hypotheses of T1 (a), (b),
+    the sharp bound and the residual form each hold for the family's head at some beta."""
+    from constructions import softmax_head, task
+    from proofs import t1_single_layer_sink as t1, t1_tightness as tt
+
+    beta, i, j = sympy.symbols("beta i j")
+    head = "(sufficiency_head d beta)"
+    weight = f"softmax_weight d {head} (sequence d j cs)"
+    error = f"worst_error_le d L (head_output Softmax d {head}) (cancel_error_bound L beta)"
+    l4 = nat_bound(task.L_MIN, "L")
+    single = [_eta_upper(iv) for iv in dict.fromkeys((t1.PRE_INTERVAL, t1.ALL_INTERVAL, tt.SHARP_INTERVAL))]
+    residual = [_eta_upper(iv) for iv in dict.fromkeys((t1.PRE_INTERVAL, t1.ALL_INTERVAL))]
+    meets = ([f"(exists (h : head) eta, {u} /\\ worst_error_le d L (head_output Softmax d h) eta)" for u in single]
+             + [f"(exists (h : head) eta, {u} /\\ worst_residual_error_le d L (one_residual_layer d h) eta)"
+                for u in residual])
+    return {
+        "SufficiencyBosMass": (
+            f"forall d L beta j cs, {d4} -> {l4} -> valid_trigger L j -> "
+            f"(forall i, (1 <= i < L)%nat -> i <> j -> {weight} i 0 = {coq(softmax_head.bos_mass(beta, i), i='INR i')} "
+            f"/\\ 1 - cancel_error_bound L beta <= {weight} i 0) /\\ "
+            f"{weight} j 0 = {coq(softmax_head.bos_mass(beta, j, at_trigger=True), j='INR j')} /\\ "
+            f"{weight} j 0 <= cancel_error_bound L beta"),
+        "T1Satisfiable": f"forall d L, {d4} -> {l4} -> " + " /\\ ".join(meets),
+        "SoftmaxFamilyLimits": f"(forall d L beta, {d4} -> {l4} -> {error}) /\\ SufficiencyBosMass /\\ "
+                               "ErrorBoundVanishes /\\ T1Satisfiable",
     }
 
 
