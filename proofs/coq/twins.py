@@ -29,7 +29,7 @@ TWINS = {
     "t1_one_residual_layer": ("t1_one_residual_layer",),
     "relu_construction_exact": ("relu_construction_exact", "relu_head_zero_error"),
     "t2_multi_layer_existential": ("t2_multi_layer_existential", "cancelling_pair_bounds",
-                                   "cancel_error_bound_vanishes"),
+                                   "cancel_error_bound_vanishes", "t2_stack_refuted"),
     "softmax_family_limits": ("softmax_family_limits",),
 }
 
@@ -52,6 +52,7 @@ THEOREM_TYPES = {
     "cancelling_pair_bounds": "CancellingPairBounds",
     "cancel_error_bound_vanishes": "ErrorBoundVanishes",
     "softmax_family_limits": "SoftmaxFamilyLimits",
+    "t2_stack_refuted": "T2StackRefuted",
 }
 
 
@@ -103,6 +104,10 @@ def expected_props() -> dict[str, str]:
     m, beta, eps = sbd.m, sbd.beta, sbd.eps
     bound = coq(sbd.proved_bound(), epsilon="eps")
     n, s = sympy.symbols("n s")
+
+    def on_equal_content(l_min: int) -> str:
+        """The lemmas' hypothesis: error <= eta on S_j(c) for the triggers j = 2 .. l_min - 1 only."""
+        return " -> ".join(f"equal_content_error_le d L (head_output Softmax d h) c {j} eta" for j in range(2, l_min))
     t1a_body = (f"{nat_bound(t1.L_MIN_PRE, 'L')} -> {_eta_upper(t1.PRE_INTERVAL)} -> {{err}} -> "
                 f"forall j cs i, valid_trigger L j -> in_box d L cs -> {queries(t1.PRE_QUERIES)} -> "
                 f"1 - {coq(t1.f_pre())} <= {weight}")
@@ -142,16 +147,16 @@ def expected_props() -> dict[str, str]:
             "(forall A B eps s (n : nat), 0 < A -> 0 < B -> 0 < eps -> 0 < s -> (1 <= n)%nat -> "
             "INR n * B * (eps + s) <= eps * (A + INR n * B) -> "
             f"A / (A + B) >= {coq(tc.equal_tokens_bound(n, eps + s, eps), epsilon='eps')})"),
-        "ContentFlagLowerBound": f"forall d L (h : head) eta, {d4} -> {nat_bound(cf.L_MIN, 'L')} -> "
-                                 f"{_eta_upper(cf.INTERVAL)} -> {err} -> "
-                                 f"forall c, content_in_box d c -> {coq(cf.lower_bound())} <= h_t d h c",
+        "ContentFlagLowerBound": f"forall d L (h : head) eta c, {d4} -> {nat_bound(cf.L_MIN, 'L')} -> "
+                                 f"{_eta_upper(cf.INTERVAL)} -> {on_equal_content(cf.L_MIN)} -> "
+                                 f"{coq(cf.lower_bound())} <= h_t d h c",
         "TriggerRowRatioBound": (
-            f"forall d L (h : head) eta, {d4} -> {nat_bound(rb.L_MIN, 'L')} -> {err} -> "
-            "forall c, content_in_box d c -> (exists d2 d3 d4, Rabs d2 <= eta /\\ Rabs d3 <= eta /\\ Rabs d4 <= eta /\\ "
+            f"forall d L (h : head) eta c, {d4} -> {nat_bound(rb.L_MIN, 'L')} -> {on_equal_content(rb.L_MIN)} -> "
+            "(exists d2 d3 d4, Rabs d2 <= eta /\\ Rabs d3 <= eta /\\ Rabs d4 <= eta /\\ "
             f"{rho} - 2 = {coq(rb.identity_rhs(*sympy.symbols('rho d2 d3 d4')), rho=rho)}) /\\ "
             f"0 <= {coq(rb.lower_gap(), **abc)} /\\ 0 <= {coq(rb.upper_gap(), **abc)}"),
-        "FlagSumLowerBound": f"forall d L (h : head) eta, {d4} -> {nat_bound(rb.L_MIN, 'L')} -> "
-                             f"{_eta_upper(fs.INTERVAL)} -> {err} -> forall c, content_in_box d c -> "
+        "FlagSumLowerBound": f"forall d L (h : head) eta c, {d4} -> {nat_bound(rb.L_MIN, 'L')} -> "
+                             f"{_eta_upper(fs.INTERVAL)} -> {on_equal_content(rb.L_MIN)} -> "
                              f"{coq(fs.m_t())} <= w_t d h c /\\ {coq(fs.m_r())} <= w_r d h c /\\ "
                              f"{coq(fs.m_r())} <= w_t d h c",
         "T1a": f"forall d L (h : head) eta, {d4} -> " + t1a_body.format(**single),
@@ -177,6 +182,14 @@ def expected_props() -> dict[str, str]:
             "worst_error_le d L (layer_output Softmax d hs) eta -> exists h j cs i, In h hs /\\ valid_trigger L j /\\ "
             "in_box d L cs /\\ (1 <= i < L)%nat /\\ i <> j /\\ 1 - F eta <= softmax_weight d h (sequence d j cs) i 0"),
         "T2Refuted": f"forall d L, {d4} -> {nat_bound(task.L_MIN, 'L')} -> ~ T2_non_trigger d L",
+        "T2_stack_non_trigger": (
+            "exists F : R -> R, vanishes_at_zero F /\\ forall (layers : list (list head)) (eta : R), "
+            "length layers = depth -> (forall hs, In hs layers -> (2 <= length hs)%nat) -> "
+            "worst_residual_error_le d L (stack_output Softmax d layers) eta -> exists l hs h j cs i, "
+            "nth_error layers l = Some hs /\\ In h hs /\\ valid_trigger L j /\\ in_box d L cs /\\ (1 <= i < L)%nat /\\ "
+            "i <> j /\\ 1 - F eta <= softmax_weight d h (layer_input Softmax d layers (sequence d j cs) l) i 0"),
+        "T2StackRefuted": f"forall d L depth, {d4} -> {nat_bound(task.L_MIN, 'L')} -> (1 <= depth)%nat -> "
+                          "~ T2_stack_non_trigger d L depth",
         "CancellingPairBounds": (
             f"forall d L beta, {d4} -> {nat_bound(task.L_MIN, 'L')} -> "
             "worst_error_le d L (layer_output Softmax d (cancelling_pair beta)) (cancel_error_bound L beta) /\\ "
@@ -220,7 +233,8 @@ def _sufficiency_props(d4: str) -> dict[str, str]:
 
 
 # Parameters of the propositions that take some.
-PROP_PARAMS = {"T2_non_trigger": (("d", "nat"), ("L", "nat")), "vanishes_at_zero": (("F", "R -> R"),)}
+PROP_PARAMS = {"T2_non_trigger": (("d", "nat"), ("L", "nat")), "vanishes_at_zero": (("F", "R -> R"),),
+               "T2_stack_non_trigger": (("d", "nat"), ("L", "nat"), ("depth", "nat"))}
 
 
 def expected_definitions() -> dict[str, tuple[tuple[str, ...], sympy.Expr]]:

@@ -149,6 +149,8 @@ EXPECTED_TEXT = {
                 "else content_token d (cs p)",
     "target": "fun r => if Nat.eqb i j then / INR j * sum j (fun k => X (S k) r) else 0",
     "residual_target": "fun r => X i r + target j X i r",
+    "equal_content_error_le": "forall i r, (i < L)%nat -> (r < d)%nat -> "
+                              "Rabs (f (equal_content d j c) i r - target j (equal_content d j c) i r) <= eta",
 }
 
 
