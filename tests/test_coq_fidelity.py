@@ -65,6 +65,9 @@ COQ_EDITS = [  # (what changed, old, new): one change on the Coq side only
     ("T2 stacks: depth >= 2 only", "(1 <= depth)%nat -> ~ T2_stack_non_trigger", "(2 <= depth)%nat -> ~ T2_stack_non_trigger"),
     ("T2 stacks: weights read on the raw sequence", "softmax_weight d h (layer_input Softmax d layers (sequence d j cs) l) i 0",
      "softmax_weight d h (sequence d j cs) i 0"),
+    ("no cancellation without the non-BOS mass factor", "(1 - a 0%nat) * Rabs (v r) <= Rabs (combine",
+     "Rabs (v r) <= Rabs (combine"),
+    ("no cancellation's example not opposite", "p 2%nat = -1", "p 2%nat = 1"),
     ("sufficiency BOS mass at the trigger", "= exp (- beta) / (exp (- beta) + INR j)", "= exp beta / (exp beta + INR j)"),
 ]
 

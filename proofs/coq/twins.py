@@ -20,6 +20,7 @@ TWINS = {
     "relu_rows_can_vanish": ("relu_rows_can_vanish",),
     "bos_query_sees_only_bos": ("bos_query_sees_only_bos",),
     "sink_bound_direction": ("sink_bound_direction",),
+    "no_cancellation": ("no_cancellation",),
     "token_consistency": ("token_consistency",),
     "content_flag_lower_bound": ("content_flag_lower_bound",),
     "trigger_row_ratio_bound": ("trigger_row_ratio_bound",),
@@ -40,6 +41,7 @@ THEOREM_TYPES = {
     "bos_query_sees_only_bos": "BosQuerySeesOnlyBos",
     "sink_bound_direction": "SinkBoundDirection /\\ SinkBoundDirectionTight",
     "token_consistency": "TokenConsistency",
+    "no_cancellation": "NoCancellation",
     "content_flag_lower_bound": "ContentFlagLowerBound",
     "trigger_row_ratio_bound": "TriggerRowRatioBound",
     "flag_sum_lower_bound": "FlagSumLowerBound",
@@ -133,6 +135,16 @@ def expected_props() -> dict[str, str]:
                               "(forall k, (1 <= k <= n)%nat -> m <= p k) -> sum (S n) (fun k => a k * p k) <= eps -> "
                               f"0 < m + beta -> {bound} <= a 0%nat",
         "SinkBoundDirectionTight": f"forall m beta eps, 0 < m + beta -> {bound} * (- beta) + (1 - {bound}) * m = eps",
+        "NoCancellation": (  # no constants: its structure is the Python statement's (i), (ii), (iii)
+            "(forall (n : nat) (a : nat -> R) (u : nat -> vec) (v : vec) (r : nat), sum (S n) a = 1 -> "
+            "(forall k, (1 <= k <= n)%nat -> u k r = v r) -> "
+            "combine (S n) a u r - a 0%nat * u 0%nat r = (1 - a 0%nat) * v r /\\ "
+            "(0 <= a 0%nat <= 1 -> (1 - a 0%nat) * Rabs (v r) <= Rabs (combine (S n) a u r) + a 0%nat * Rabs (u 0%nat r))) /\\ "
+            "(forall (n : nat) (a p : nat -> R) (m : R), (forall k, (k <= n)%nat -> 0 <= a k) -> sum (S n) a = 1 -> "
+            "(forall k, (1 <= k <= n)%nat -> m <= p k) -> "
+            "m * (1 - a 0%nat) <= sum (S n) (fun k => a k * p k) - a 0%nat * p 0%nat) /\\ "
+            "(exists a p : nat -> R, a 0%nat = 0 /\\ (forall k, (k <= 2)%nat -> 0 <= a k) /\\ sum 3 a = 1 /\\ "
+            "p 1%nat = 1 /\\ p 2%nat = -1 /\\ sum 3 (fun k => a k * p k) = 0)"),
         "TokenConsistency": (
             "(forall d (h : head) X i k k', (forall r, (r < d)%nat -> X k r = X k' r) -> "
             "softmax_weight d h X i k = softmax_weight d h X i k') /\\ "
