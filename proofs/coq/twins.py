@@ -25,6 +25,7 @@ TWINS = {
     "content_flag_lower_bound": ("content_flag_lower_bound",),
     "trigger_row_ratio_bound": ("trigger_row_ratio_bound",),
     "flag_sum_lower_bound": ("flag_sum_lower_bound",),
+    "trigger_flag_lower_bound": ("trigger_flag_lower_bound",),
     "t1_single_layer_sink": ("t1_single_layer_sink",),
     "t1_pre_trigger_sharp": ("t1_pre_trigger_sharp",),
     "t1_one_residual_layer": ("t1_one_residual_layer",),
@@ -45,6 +46,7 @@ THEOREM_TYPES = {
     "content_flag_lower_bound": "ContentFlagLowerBound",
     "trigger_row_ratio_bound": "TriggerRowRatioBound",
     "flag_sum_lower_bound": "FlagSumLowerBound",
+    "trigger_flag_lower_bound": "TriggerFlagLowerBound",
     "t1_single_layer_sink": "T1a /\\ T1b /\\ T1c",
     "t1_pre_trigger_sharp": "T1_sharp",
     "t1_one_residual_layer": "T1_residual",
@@ -95,7 +97,8 @@ def expected_props() -> dict[str, str]:
     from constructions import task
     from proofs import (content_flag_lower_bound as cf, flag_sum_lower_bound as fs, sink_bound_direction as sbd,
                         t1_single_layer_sink as t1, t1_tightness as tt, t2_multi_layer_existential as t2,
-                        token_consistency as tc, trigger_row_ratio_bound as rb, trigger_rows as tr)
+                        token_consistency as tc, trigger_flag_lower_bound as tf, trigger_row_ratio_bound as rb,
+                        trigger_rows as tr)
 
     d4 = nat_bound(task.D_MIN, "d")
     err = "worst_error_le d L (head_output Softmax d h) eta"
@@ -167,6 +170,9 @@ def expected_props() -> dict[str, str]:
             "(exists d2 d3 d4, Rabs d2 <= eta /\\ Rabs d3 <= eta /\\ Rabs d4 <= eta /\\ "
             f"{rho} - 2 = {coq(rb.identity_rhs(*sympy.symbols('rho d2 d3 d4')), rho=rho)}) /\\ "
             f"0 <= {coq(rb.lower_gap(), **abc)} /\\ 0 <= {coq(rb.upper_gap(), **abc)}"),
+        "TriggerFlagLowerBound": f"forall d L (h : head) eta c, {d4} -> {nat_bound(task.L_MIN, 'L')} -> "
+                                 f"{_eta_upper(tf.INTERVAL)} -> {on_equal_content(task.L_MIN)} -> "
+                                 f"{coq(tf.lower_bound(), **abc)} <= g_r d h c",
         "FlagSumLowerBound": f"forall d L (h : head) eta c, {d4} -> {nat_bound(rb.L_MIN, 'L')} -> "
                              f"{_eta_upper(fs.INTERVAL)} -> {on_equal_content(rb.L_MIN)} -> "
                              f"{coq(fs.m_t())} <= w_t d h c /\\ {coq(fs.m_r())} <= w_r d h c /\\ "
