@@ -70,6 +70,9 @@ COQ_EDITS = [  # (what changed, old, new): one change on the Coq side only
     ("no cancellation's example not opposite", "p 2%nat = -1", "p 2%nat = 1"),
     ("trigger flag bound's B/C term", "trigger_B d h c / trigger_C d h c * (1 / 3 - 4 * eta)",
      "trigger_B d h c / trigger_C d h c * (1 / 3 - 3 * eta)"),
+    ("convex hull without the non-BOS mass factor", "(1 - a 0%nat) * delta - a 0%nat * N (u 0%nat) <= N (combine",
+     "delta - a 0%nat * N (u 0%nat) <= N (combine"),
+    ("a norm without |c|", "N (vscale c x) = Rabs c * N x", "N (vscale c x) = c * N x"),
     ("sufficiency BOS mass at the trigger", "= exp (- beta) / (exp (- beta) + INR j)", "= exp beta / (exp beta + INR j)"),
 ]
 
@@ -83,7 +86,7 @@ def _python_edits():
     from constructions import relu_head, softmax_head
     from proofs import content_flag_lower_bound as cf, flag_sum_lower_bound as fs, t1_single_layer_sink as t1
     from proofs import t2_multi_layer_existential as t2, token_consistency as tc, trigger_row_ratio_bound as rb
-    from proofs import trigger_flag_lower_bound as tf
+    from proofs import sink_bound_convex_hull as sbc, trigger_flag_lower_bound as tf
 
     e = t1.eta
     weights = relu_head.head_weights
@@ -108,6 +111,7 @@ def _python_edits():
         ("equal-token bound", tc, "equal_tokens_bound", lambda n, v, eps: 1 - eps / (n * v)),
         ("ReLU head weights", relu_head, "head_weights", skewed_weights),
         ("content flag lemma's triggers", cf, "L_MIN", 5),
+        ("convex hull bound without its denominator", sbc, "DEFAULT_BOUND", sbc.delta - sbc.O),
         ("trigger flag bound", tf, "lower_bound", lambda bound=tf.lower_bound: bound() + tf.tr.eta),
         ("ratio lemma's triggers", rb, "L_MIN", 4),
         ("softmax family BOS mass", softmax_head, "bos_mass",

@@ -21,6 +21,7 @@ TWINS = {
     "bos_query_sees_only_bos": ("bos_query_sees_only_bos",),
     "sink_bound_direction": ("sink_bound_direction",),
     "no_cancellation": ("no_cancellation",),
+    "sink_bound_convex_hull": ("sink_bound_convex_hull",),
     "token_consistency": ("token_consistency",),
     "content_flag_lower_bound": ("content_flag_lower_bound",),
     "trigger_row_ratio_bound": ("trigger_row_ratio_bound",),
@@ -43,6 +44,7 @@ THEOREM_TYPES = {
     "sink_bound_direction": "SinkBoundDirection /\\ SinkBoundDirectionTight",
     "token_consistency": "TokenConsistency",
     "no_cancellation": "NoCancellation",
+    "sink_bound_convex_hull": "SinkBoundConvexHull",
     "content_flag_lower_bound": "ContentFlagLowerBound",
     "trigger_row_ratio_bound": "TriggerRowRatioBound",
     "flag_sum_lower_bound": "FlagSumLowerBound",
@@ -95,7 +97,8 @@ def _eta_upper(interval: sympy.Interval) -> str:
 def expected_props() -> dict[str, str]:
     """Coq proposition name -> the statement the Python constants imply."""
     from constructions import task
-    from proofs import (content_flag_lower_bound as cf, flag_sum_lower_bound as fs, sink_bound_direction as sbd,
+    from proofs import (content_flag_lower_bound as cf, flag_sum_lower_bound as fs, sink_bound_convex_hull as sbc,
+                        sink_bound_direction as sbd,
                         t1_single_layer_sink as t1, t1_tightness as tt, t2_multi_layer_existential as t2,
                         token_consistency as tc, trigger_flag_lower_bound as tf, trigger_row_ratio_bound as rb,
                         trigger_rows as tr)
@@ -138,6 +141,13 @@ def expected_props() -> dict[str, str]:
                               "(forall k, (1 <= k <= n)%nat -> m <= p k) -> sum (S n) (fun k => a k * p k) <= eps -> "
                               f"0 < m + beta -> {bound} <= a 0%nat",
         "SinkBoundDirectionTight": f"forall m beta eps, 0 < m + beta -> {bound} * (- beta) + (1 - {bound}) * m = eps",
+        "SinkBoundConvexHull": (
+            "forall (N : vec -> R) (n : nat) (a : nat -> R) (u : nat -> vec) (delta : R), is_norm N -> "
+            "(forall k, (k <= n)%nat -> 0 <= a k) -> sum (S n) a = 1 -> 0 < delta -> "
+            "(forall b : nat -> R, (forall k, (k < n)%nat -> 0 <= b k) -> sum n b = 1 -> "
+            "delta <= N (combine n b (fun k => u (S k)))) -> "
+            "(1 - a 0%nat) * delta - a 0%nat * N (u 0%nat) <= N (combine (S n) a u) /\\ "
+            f"{coq(sbc.DEFAULT_BOUND, O='N (combine (S n) a u)', U='N (u 0%nat)')} <= a 0%nat"),
         "NoCancellation": (  # no constants: its structure is the Python statement's (i), (ii), (iii)
             "(forall (n : nat) (a : nat -> R) (u : nat -> vec) (v : vec) (r : nat), sum (S n) a = 1 -> "
             "(forall k, (1 <= k <= n)%nat -> u k r = v r) -> "

@@ -149,6 +149,9 @@ EXPECTED_TEXT = {
                 "else content_token d (cs p)",
     "target": "fun r => if Nat.eqb i j then / INR j * sum j (fun k => X (S k) r) else 0",
     "residual_target": "fun r => X i r + target j X i r",
+    "is_norm": "(forall x y, N (vadd x y) <= N x + N y) /\\ (forall c x, N (vscale c x) = Rabs c * N x)",
+    "vadd": "fun r => x r + y r",
+    "vscale": "fun r => c * x r",
     "equal_content_error_le": "forall i r, (i < L)%nat -> (r < d)%nat -> "
                               "Rabs (f (equal_content d j c) i r - target j (equal_content d j c) i r) <= eta",
 }
