@@ -110,9 +110,9 @@ def _check_t1_unpinned(planted, pinned_reason, monkeypatch, tmp_path, capsys):
 @needs_coqc
 def test_t1_replaced_by_true_is_not_coq_checked(report, tmp_path, monkeypatch, capsys):
     folder = _chain(tmp_path / "coq")
-    _plant(folder, "T1.v", "Theorem t1_single_layer_sink : T1a /\\ T1b /\\ T1c.\n"
-                           "Proof. exact (conj t1a_pre_trigger (conj t1b_every_non_trigger_query t1c_exact_is_impossible)). Qed.",
-           "Theorem t1_single_layer_sink : True. Proof. exact I. Qed.")
+    real = ("Theorem t1_single_layer_sink : T1a /\\ T1b /\\ T1c.\nProof. exact (conj t1a_pre_trigger "
+            "(conj t1b_every_non_trigger_query t1c_exact_is_impossible)). Qed.")
+    _plant(folder, "T1.v", real, "Theorem t1_single_layer_sink : True. Proof. exact I. Qed.")
     planted = kernel.check(folder, theorems=T1)
     assert planted.reason.count("did not compile") == 0 and "forbidden" not in planted.reason, planted.reason
     _check_t1_unpinned(planted, "its kernel-printed type is not the pinned one", monkeypatch, tmp_path, capsys)

@@ -265,7 +265,8 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
         failed = {n: forbidden for n in theorems}
     for name, why in unpinned.items():  # the kernel checked another statement than the pinned one
         failed[name] = "; ".join(filter(None, (failed.get(name), f"not the pinned statement: {why}")))
-    reasons = ([forbidden] if found else []) + [f"{n}: {why}" for n, why in failed.items() if not found or n in unpinned]
+    reasons = ([forbidden] if found else []) + [f"{n}: {why}" for n, why in failed.items()
+                                                if not found or n in unpinned]
     return report(not reasons, "; ".join(reasons), assumptions=assumptions, statements=statements, failed=failed,
                   scope=scope, unpinned=unpinned)
 

@@ -158,7 +158,8 @@ def verify(coqc: str, build: Path, theorems: list[str], modules: list[str], dead
     wanted = [t for t in theorems if t not in failed]
     needed = {t: closure(t, pinned, modules) for t in wanted}
     constants = sorted(set().union(set(), *needed.values()))
-    commands = [f"Check {LIBRARY}.{pinned['theorems'][t]['constant']}." for t in wanted] + [_print(n) for n in constants]
+    commands = ([f"Check {LIBRARY}.{pinned['theorems'][t]['constant']}." for t in wanted]
+                + [_print(n) for n in constants])
     outputs, error = _run_commands(coqc, build, modules, commands, deadline)
     if error:
         return {**failed, **{t: error for t in wanted}}
