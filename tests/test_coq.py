@@ -65,7 +65,7 @@ def test_sinks_prove_shows_the_kernel_check(report, tmp_path, capsys):
     from constructions.files import read_json
     from empirical.pipeline import cli
 
-    code = cli.main(["prove", "t1_single_layer_sink", "t2_multi_layer_existential", "sink_bound_convex_hull",
+    code = cli.main(["prove", "t1_single_layer_sink", "t2_multi_layer_existential", "t2_two_heads_flag_rows",
                      "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -78,7 +78,7 @@ def test_sinks_prove_shows_the_kernel_check(report, tmp_path, capsys):
     record = read_json(tmp_path / "proofs.json")
     assert record["kernel"]["ok"] and record["kernel"]["coqc"] == report.coqc
     by_name = {v["name"]: v for v in record["verdicts"]}
-    assert by_name["t1_single_layer_sink"]["kernel"] == "coq" and by_name["sink_bound_convex_hull"]["kernel"] is None
+    assert by_name["t1_single_layer_sink"]["kernel"] == "coq" and by_name["t2_two_heads_flag_rows"]["kernel"] is None
     assert any(t["title"].startswith("Kernel check") for t in record["tables"])
 
 
@@ -112,13 +112,13 @@ def test_an_extra_assumption_fails_its_theorem_and_every_citer_only():
                                  assumptions={t: kernel.ALLOWED_AXIOMS for t in main_theorems()},
                                  failed={"relu_rows_can_vanish": "assumes Sinks.ReluHead.cheat"})
     verdicts = {v.name: v for v in registry.run(["relu_construction_exact", "sink_bound_direction",
-                                                  "sink_bound_convex_hull"], kernel=report)}
+                                                  "t2_two_heads_flag_rows"], kernel=report)}
     assert verdicts["relu_rows_can_vanish"].status == "unknown" and "cheat" in verdicts["relu_rows_can_vanish"].kernel
     v = verdicts["relu_construction_exact"]  # its own theorem passed; it cites the one that did not
     assert v.status == "unknown" and v.kernel == "coq"
     assert any("cites relu_rows_can_vanish, which is unknown in this run" in e for e in v.evidence)
     assert verdicts["sink_bound_direction"].label == "proved (sympy + Coq)"
-    assert verdicts["sink_bound_convex_hull"].status == "proved" and verdicts["sink_bound_convex_hull"].kernel is None
+    assert verdicts["t2_two_heads_flag_rows"].status == "proved" and verdicts["t2_two_heads_flag_rows"].kernel is None
 
 
 def test_print_assumptions_output_is_read():

@@ -51,6 +51,34 @@ COQ_EDITS = [  # (what changed, old, new): one change on the Coq side only
     ("ReLU head W_K", "unit_mat 0 (content_flag d) r c", "unit_mat 0 (content_flag d) r c + unit_mat 0 0 r c"),
     ("content token layout", "if Nat.eqb r (d - 1) then 1", "if Nat.eqb r (d - 2) then 1"),
     ("a dropped hypothesis", "(4 <= d)%nat -> (4 <= L)%nat -> eta <= 1 / 12 ->", "(4 <= d)%nat -> eta <= 1 / 12 ->"),
+    ("non-vacuity of (b) at a looser eta", "eta <= 1 / 120 /\\ worst_error_le d L (head_output Softmax d h) eta",
+     "eta <= 1 / 100 /\\ worst_error_le d L (head_output Softmax d h) eta"),
+    ("sufficiency head's trigger score", "- beta * unit_mat 0 trigger_flag r c",
+     "+ beta * unit_mat 0 trigger_flag r c"),
+    ("content flag from S_2 and S_4",
+     "c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> 5 / 6",
+     "c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 4 eta -> 5 / 6"),
+    ("ratio bound without S_4", "c 3 eta -> equal_content_error_le d L (head_output Softmax d h) c 4 eta -> (exists",
+     "c 3 eta -> (exists"),
+    ("per-sequence error at the trigger only", "forall i r, (i < L)%nat -> (r < d)%nat -> Rabs (f (equal_content",
+     "forall i r, (i < L)%nat -> (r < d)%nat -> (1 <= i)%nat -> Rabs (f (equal_content"),
+    ("T2 stacks: one head per layer allowed", "(forall hs, In hs layers -> (2 <= length hs)%nat)",
+     "(forall hs, In hs layers -> (1 <= length hs)%nat)"),
+    ("T2 stacks: depth >= 2 only", "(1 <= depth)%nat -> ~ T2_stack_non_trigger",
+     "(2 <= depth)%nat -> ~ T2_stack_non_trigger"),
+    ("T2 stacks: weights read on the raw sequence",
+     "softmax_weight d h (layer_input Softmax d layers (sequence d j cs) l) i 0",
+     "softmax_weight d h (sequence d j cs) i 0"),
+    ("no cancellation without the non-BOS mass factor", "(1 - a 0%nat) * Rabs (v r) <= Rabs (combine",
+     "Rabs (v r) <= Rabs (combine"),
+    ("no cancellation's example not opposite", "p 2%nat = -1", "p 2%nat = 1"),
+    ("trigger flag bound's B/C term", "trigger_B d h c / trigger_C d h c * (1 / 3 - 4 * eta)",
+     "trigger_B d h c / trigger_C d h c * (1 / 3 - 3 * eta)"),
+    ("convex hull without the non-BOS mass factor", "(1 - a 0%nat) * delta - a 0%nat * N (u 0%nat) <= N (combine",
+     "delta - a 0%nat * N (u 0%nat) <= N (combine"),
+    ("a norm without |c|", "N (vscale c x) = Rabs c * N x", "N (vscale c x) = c * N x"),
+    ("sufficiency BOS mass at the trigger", "= exp (- beta) / (exp (- beta) + INR j)",
+     "= exp beta / (exp beta + INR j)"),
 ]
 
 
@@ -60,9 +88,10 @@ def test_a_coq_constant_changed_alone_is_caught(sentences, what, old, new):
 
 
 def _python_edits():
-    from constructions import relu_head
+    from constructions import relu_head, softmax_head
     from proofs import content_flag_lower_bound as cf, flag_sum_lower_bound as fs, t1_single_layer_sink as t1
     from proofs import t2_multi_layer_existential as t2, token_consistency as tc, trigger_row_ratio_bound as rb
+    from proofs import sink_bound_convex_hull as sbc, trigger_flag_lower_bound as tf
 
     e = t1.eta
     weights = relu_head.head_weights
@@ -86,6 +115,13 @@ def _python_edits():
         ("T2 error bound loosened", t2, "error_bound", lambda b, n: 2 * n * sympy.exp(-b)),
         ("equal-token bound", tc, "equal_tokens_bound", lambda n, v, eps: 1 - eps / (n * v)),
         ("ReLU head weights", relu_head, "head_weights", skewed_weights),
+        ("content flag lemma's triggers", cf, "L_MIN", 5),
+        ("convex hull bound without its denominator", sbc, "DEFAULT_BOUND", sbc.delta - sbc.O),
+        ("trigger flag bound", tf, "lower_bound", lambda bound=tf.lower_bound: bound() + tf.tr.eta),
+        ("ratio lemma's triggers", rb, "L_MIN", 4),
+        ("softmax family BOS mass", softmax_head, "bos_mass",
+         lambda b, i, at_trigger=False, exp=None: sympy.exp(b) / (sympy.exp(b) + 2 * i)),
+        ("softmax family head", softmax_head, "build", lambda d, beta, build=softmax_head.build: build(d, -beta)),
     ]
     return {what: (module, name, value) for what, module, name, value in edits}
 
@@ -131,6 +167,7 @@ def test_binders_reach_as_far_right_as_they_can():
 def test_the_coq_files_ship_with_the_package():
     files = importlib.resources.files("proofs.coq")
     listed = project_files(COQ_DIR)
-    assert len(listed) >= 10 and all((files / name).is_file() for name in listed + ["_CoqProject"])
+    assert len(listed) >= 10 and all((files / name).is_file() for name in listed + ["_CoqProject", "pinned.json"])
     with open("pyproject.toml") as f:
-        assert '"proofs.coq" = ["*.v", "_CoqProject"]' in f.read()
+        assert '"proofs.coq" = ["*.v", "_CoqProject", "pinned.json"]' in f.read()
+    assert (files / "pinned.json").is_file()

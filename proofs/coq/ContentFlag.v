@@ -34,36 +34,44 @@ Section ContentFlag.
 Variables (d L : nat) (h : head) (eta : R).
 Hypothesis Hd : (4 <= d)%nat.
 Hypothesis HL : (4 <= L)%nat.
-Hypothesis Herr : worst_error_le d L (head_output Softmax d h) eta.
 
 (** The trigger rows at j = 2 and j = 3 along the content flag, with numerals. *)
-Lemma content_flag_rows_2_3 : forall c, content_in_box d c -> exists d2 d3, Rabs d2 <= eta /\ Rabs d3 <= eta /\
+Lemma content_flag_rows_2_3 : forall c, equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta ->
+  exists d2 d3, Rabs d2 <= eta /\ Rabs d3 <= eta /\
   trigger_A d h c * h_b d h + 1 * trigger_B d h c * h_t d h c + trigger_C d h c * h_r d h c
     = (trigger_A d h c + 1 * trigger_B d h c + trigger_C d h c) * (1 / 2 + d2) /\
   trigger_A d h c * h_b d h + 2 * trigger_B d h c * h_t d h c + trigger_C d h c * h_r d h c
     = (trigger_A d h c + 2 * trigger_B d h c + trigger_C d h c) * (2 / 3 + d3).
 Proof.
-  intros c Hc.
-  destruct (content_flag_row d L h eta c Hd Herr Hc 2%nat) as (d2 & H2 & E2); [unfold valid_trigger; lia|].
-  destruct (content_flag_row d L h eta c Hd Herr Hc 3%nat) as (d3 & H3 & E3); [unfold valid_trigger; lia|].
+  intros c Herr2 Herr3.
+  destruct (content_flag_row d L h eta c Hd 2%nat ltac:(unfold valid_trigger; lia) Herr2) as (d2 & H2 & E2).
+  destruct (content_flag_row d L h eta c Hd 3%nat ltac:(unfold valid_trigger; lia) Herr3) as (d3 & H3 & E3).
   simpl INR in E2, E3.
   exists d2, d3. repeat split; try assumption; lra.
 Qed.
 
 Lemma content_flag_bound : eta <= 1 / 12 ->
-  forall c, content_in_box d c -> 5 / 6 - 3 * eta <= h_t d h c.
+  forall c, equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> 5 / 6 - 3 * eta <= h_t d h c.
 Proof.
-  intros He c Hc. destruct (content_flag_rows_2_3 c Hc) as (d2 & d3 & H2 & H3 & E2 & E3).
+  intros He c Herr2 Herr3. destruct (content_flag_rows_2_3 c Herr2 Herr3) as (d2 & d3 & H2 & H3 & E2 & E3).
   destruct (trigger_ABC_pos d h c) as (HA & HB & HC).
   exact (content_flag_algebra _ _ _ _ _ _ eta d2 d3 HA HB HC He H2 H3 E2 E3).
 Qed.
 End ContentFlag.
 
-(** The lemma: h_t(c) >= 5/6 - 3 eta for every content c in the box. *)
+(** The lemma: h_t(c) >= 5/6 - 3 eta for a content c, from the error on S_2(c) and S_3(c) only. *)
 Definition ContentFlagLowerBound : Prop :=
-  forall d L (h : head) eta, (4 <= d)%nat -> (4 <= L)%nat -> eta <= 1 / 12 ->
-  worst_error_le d L (head_output Softmax d h) eta ->
-  forall c, content_in_box d c -> 5 / 6 - 3 * eta <= h_t d h c.
+  forall d L (h : head) eta c, (4 <= d)%nat -> (4 <= L)%nat -> eta <= 1 / 12 ->
+  equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> 5 / 6 - 3 * eta <= h_t d h c.
 
 Theorem content_flag_lower_bound : ContentFlagLowerBound.
-Proof. intros d L h eta Hd HL He Herr. exact (content_flag_bound d L h eta Hd HL Herr He). Qed.
+Proof. intros d L h eta c Hd HL He. exact (content_flag_bound d L h eta Hd HL He c). Qed.
+
+(** As T1 uses it: from the worst-case error, for every content in the box. *)
+Lemma content_flag_worst : forall d L (h : head) eta, (4 <= d)%nat -> (4 <= L)%nat -> eta <= 1 / 12 ->
+  worst_error_le d L (head_output Softmax d h) eta ->
+  forall c, content_in_box d c -> 5 / 6 - 3 * eta <= h_t d h c.
+Proof.
+  intros d L h eta Hd HL He Herr c Hc. apply (content_flag_bound d L h eta Hd HL He c);
+    apply worst_error_on_equal_content; try assumption; unfold valid_trigger; lia.
+Qed.

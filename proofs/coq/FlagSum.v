@@ -75,24 +75,23 @@ Section FlagSum.
 Variables (d L : nat) (h : head) (eta : R).
 Hypothesis Hd : (4 <= d)%nat.
 Hypothesis HL : (5 <= L)%nat.
-Hypothesis Herr : worst_error_le d L (head_output Softmax d h) eta.
 
 Definition w_b : R := g_b d h + h_b d h.
 Definition w_t (c : content) : R := g_t d h c + h_t d h c.
 Definition w_r (c : content) : R := g_r d h c + h_r d h c.
 
 (** The rows along w at j = 2 and 3: A w_b + (j-1) B w_t + C w_r = Z_j (1 + omega_j). *)
-Lemma flag_sum_rows_2_3 : forall c, content_in_box d c -> exists o2 o3, Rabs o2 <= 2 * eta /\ Rabs o3 <= 2 * eta /\
+Lemma flag_sum_rows_2_3 : forall c, equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> exists o2 o3, Rabs o2 <= 2 * eta /\ Rabs o3 <= 2 * eta /\
   trigger_A d h c * w_b + 1 * trigger_B d h c * w_t c + trigger_C d h c * w_r c
     = (trigger_A d h c + 1 * trigger_B d h c + trigger_C d h c) * (1 + o2) /\
   trigger_A d h c * w_b + 2 * trigger_B d h c * w_t c + trigger_C d h c * w_r c
     = (trigger_A d h c + 2 * trigger_B d h c + trigger_C d h c) * (1 + o3).
 Proof.
-  intros c Hc.
-  destruct (content_flag_row d L h eta c Hd Herr Hc 2%nat) as (d2 & H2 & E2); [unfold valid_trigger; lia|].
-  destruct (content_flag_row d L h eta c Hd Herr Hc 3%nat) as (d3 & H3 & E3); [unfold valid_trigger; lia|].
-  destruct (trigger_flag_row d L h eta c Hd Herr Hc 2%nat) as (g2 & G2 & F2); [unfold valid_trigger; lia|].
-  destruct (trigger_flag_row d L h eta c Hd Herr Hc 3%nat) as (g3 & G3 & F3); [unfold valid_trigger; lia|].
+  intros c Herr2 Herr3.
+  destruct (content_flag_row d L h eta c Hd 2%nat ltac:(unfold valid_trigger; lia) Herr2) as (d2 & H2 & E2).
+  destruct (content_flag_row d L h eta c Hd 3%nat ltac:(unfold valid_trigger; lia) Herr3) as (d3 & H3 & E3).
+  destruct (trigger_flag_row d L h eta c Hd 2%nat ltac:(unfold valid_trigger; lia) Herr2) as (g2 & G2 & F2).
+  destruct (trigger_flag_row d L h eta c Hd 3%nat ltac:(unfold valid_trigger; lia) Herr3) as (g3 & G3 & F3).
   simpl INR in E2, E3, F2, F3.
   exists (g2 + d2), (g3 + d3).
   apply abs_le_bounds in H2. apply abs_le_bounds in H3. apply abs_le_bounds in G2. apply abs_le_bounds in G3.
@@ -100,20 +99,19 @@ Proof.
   repeat split; try (apply Rabs_le; lra); lra.
 Qed.
 
-Lemma flag_sum_bound : eta <= 1 / 120 -> forall c, content_in_box d c ->
+Lemma flag_sum_bound : eta <= 1 / 120 -> forall c, equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> equal_content_error_le d L (head_output Softmax d h) c 4 eta ->
   m_t eta <= w_t c /\ m_r eta <= w_r c /\ m_r eta <= w_t c.
 Proof.
-  intros He c Hc.
-  assert (He0 : 0 <= eta).
-  { apply abs_le_nonneg with (x := value d h (bos d) 0%nat).
-    apply (proj2 (bos_query_sees_only_bos d L h eta Hd ltac:(lia) Herr)). lia. }
-  destruct (flag_sum_rows_2_3 c Hc) as (o2 & o3 & Ho2 & Ho3 & E2 & E3).
+  intros He c Herr2 Herr3 Herr4.
+  assert (Hb : forall r, (r < d)%nat -> Rabs (value d h (bos d) r) <= eta)
+    by (intros r Hr; exact (equal_content_bos_value d L h eta c 2 r ltac:(lia) ltac:(lia) Hr Herr2)).
+  assert (He0 : 0 <= eta) by (apply abs_le_nonneg with (x := value d h (bos d) 0%nat); apply Hb; lia).
+  destruct (flag_sum_rows_2_3 c Herr2 Herr3) as (o2 & o3 & Ho2 & Ho3 & E2 & E3).
   destruct (trigger_ABC_pos d h c) as (HA & HB & HC).
-  destruct (trigger_row_ratio_bound d L h eta Hd HL Herr c Hc) as (_ & Hlo & Hhi).
+  destruct (trigger_row_ratio_bound d L h eta c Hd HL Herr2 Herr3 Herr4) as (_ & Hlo & Hhi).
   unfold rho in Hlo, Hhi.
   assert (Hwb : w_b <= 2 * eta).
-  { destruct (bos_query_sees_only_bos d L h eta Hd ltac:(lia) Herr) as (_ & Hb).
-    pose proof (abs_le_bounds _ _ (Hb trigger_flag ltac:(unfold trigger_flag; lia))).
+  { pose proof (abs_le_bounds _ _ (Hb trigger_flag ltac:(unfold trigger_flag; lia))).
     pose proof (abs_le_bounds _ _ (Hb (content_flag d) ltac:(unfold content_flag; lia))).
     unfold w_b, g_b, h_b. lra. }
   set (A := trigger_A d h c) in *. set (B := trigger_B d h c) in *. set (C := trigger_C d h c) in *.
@@ -131,14 +129,24 @@ Proof.
 Qed.
 End FlagSum.
 
-(** The lemma: w_t(c) >= m_t(eta) >= m_r(eta) and w_r(c) >= m_r(eta) for every content c in the box. *)
+(** The lemma: w_t(c) >= m_t(eta) >= m_r(eta) and w_r(c) >= m_r(eta) for a content c, from the
+    error on S_2(c), S_3(c) and S_4(c) only (their BOS query rows included). *)
 Definition FlagSumLowerBound : Prop :=
-  forall d L (h : head) eta, (4 <= d)%nat -> (5 <= L)%nat -> eta <= 1 / 120 ->
-  worst_error_le d L (head_output Softmax d h) eta ->
-  forall c, content_in_box d c -> m_t eta <= w_t d h c /\ m_r eta <= w_r d h c /\ m_r eta <= w_t d h c.
+  forall d L (h : head) eta c, (4 <= d)%nat -> (5 <= L)%nat -> eta <= 1 / 120 ->
+  equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> equal_content_error_le d L (head_output Softmax d h) c 4 eta ->
+  m_t eta <= w_t d h c /\ m_r eta <= w_r d h c /\ m_r eta <= w_t d h c.
 
 Theorem flag_sum_lower_bound : FlagSumLowerBound.
-Proof. intros d L h eta Hd HL He Herr. exact (flag_sum_bound d L h eta Hd HL Herr He). Qed.
+Proof. intros d L h eta c Hd HL He. exact (flag_sum_bound d L h eta Hd HL He c). Qed.
+
+(** As T1 uses it: from the worst-case error, for every content in the box. *)
+Lemma flag_sum_worst : forall d L (h : head) eta, (4 <= d)%nat -> (5 <= L)%nat -> eta <= 1 / 120 ->
+  worst_error_le d L (head_output Softmax d h) eta ->
+  forall c, content_in_box d c -> m_t eta <= w_t d h c /\ m_r eta <= w_r d h c /\ m_r eta <= w_t d h c.
+Proof.
+  intros d L h eta Hd HL He Herr c Hc. apply (flag_sum_bound d L h eta Hd HL He c);
+    apply worst_error_on_equal_content; try assumption; unfold valid_trigger; lia.
+Qed.
 
 (** m_r > 0 on [0, 1/120] (so the direction bound of T1 (b) has a positive denominator). *)
 Lemma m_r_pos : forall eta, 0 <= eta <= 1 / 120 -> 0 < m_r eta.

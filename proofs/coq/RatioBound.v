@@ -48,10 +48,9 @@ Qed.
 Section RatioBound.
 Variables (d L : nat) (h : head) (eta : R).
 Hypothesis Hd : (4 <= d)%nat.
-Hypothesis Herr : worst_error_le d L (head_output Softmax d h) eta.
 
 (** The trigger rows at j = 2, 3, 4 along the content flag, with numerals. *)
-Lemma content_flag_rows_2_3_4 : (5 <= L)%nat -> forall c, content_in_box d c ->
+Lemma content_flag_rows_2_3_4 : (5 <= L)%nat -> forall c, equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> equal_content_error_le d L (head_output Softmax d h) c 4 eta ->
   exists d2 d3 d4, Rabs d2 <= eta /\ Rabs d3 <= eta /\ Rabs d4 <= eta /\
   trigger_A d h c * h_b d h + 1 * trigger_B d h c * h_t d h c + trigger_C d h c * h_r d h c
     = (trigger_A d h c + 1 * trigger_B d h c + trigger_C d h c) * (1 / 2 + d2) /\
@@ -60,23 +59,23 @@ Lemma content_flag_rows_2_3_4 : (5 <= L)%nat -> forall c, content_in_box d c ->
   trigger_A d h c * h_b d h + 3 * trigger_B d h c * h_t d h c + trigger_C d h c * h_r d h c
     = (trigger_A d h c + 3 * trigger_B d h c + trigger_C d h c) * (3 / 4 + d4).
 Proof.
-  intros HL c Hc.
-  destruct (content_flag_row d L h eta c Hd Herr Hc 2%nat) as (d2 & H2 & E2); [unfold valid_trigger; lia|].
-  destruct (content_flag_row d L h eta c Hd Herr Hc 3%nat) as (d3 & H3 & E3); [unfold valid_trigger; lia|].
-  destruct (content_flag_row d L h eta c Hd Herr Hc 4%nat) as (d4 & H4 & E4); [unfold valid_trigger; lia|].
+  intros HL c Herr2 Herr3 Herr4.
+  destruct (content_flag_row d L h eta c Hd 2%nat ltac:(unfold valid_trigger; lia) Herr2) as (d2 & H2 & E2).
+  destruct (content_flag_row d L h eta c Hd 3%nat ltac:(unfold valid_trigger; lia) Herr3) as (d3 & H3 & E3).
+  destruct (content_flag_row d L h eta c Hd 4%nat ltac:(unfold valid_trigger; lia) Herr4) as (d4 & H4 & E4).
   simpl INR in E2, E3, E4.
   exists d2, d3, d4. repeat split; try assumption; lra.
 Qed.
 
 (** The lemma: rho - 2 = 12 [(rho + 2) delta_4 - 2 (rho + 1) delta_3 + rho delta_2] with
     |delta_j| <= eta, hence rho (1 + 48 eta) >= 2 - 48 eta and rho (1 - 48 eta) <= 2 + 48 eta. *)
-Lemma trigger_row_ratio : (5 <= L)%nat -> forall c, content_in_box d c ->
+Lemma trigger_row_ratio : (5 <= L)%nat -> forall c, equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> equal_content_error_le d L (head_output Softmax d h) c 4 eta ->
   (exists d2 d3 d4, Rabs d2 <= eta /\ Rabs d3 <= eta /\ Rabs d4 <= eta /\
      rho d h c - 2 = 12 * ((rho d h c + 2) * d4 - 2 * (rho d h c + 1) * d3 + rho d h c * d2)) /\
   2 - 48 * eta <= rho d h c * (1 + 48 * eta) /\ rho d h c * (1 - 48 * eta) <= 2 + 48 * eta.
 Proof.
-  intros HL c Hc.
-  destruct (content_flag_rows_2_3_4 HL c Hc) as (d2 & d3 & d4 & H2 & H3 & H4 & E2 & E3 & E4).
+  intros HL c Herr2 Herr3 Herr4.
+  destruct (content_flag_rows_2_3_4 HL c Herr2 Herr3 Herr4) as (d2 & d3 & d4 & H2 & H3 & H4 & E2 & E3 & E4).
   destruct (trigger_ABC_pos d h c) as (HA & HB & HC).
   destruct (ratio_algebra _ _ _ _ _ _ eta d2 d3 d4 HA HB HC H2 H3 H4 E2 E3 E4) as (Hid & Hlo & Hhi).
   split; [exists d2, d3, d4; repeat split; assumption | split; assumption].
@@ -84,12 +83,11 @@ Qed.
 End RatioBound.
 
 Definition TriggerRowRatioBound : Prop :=
-  forall d L (h : head) eta, (4 <= d)%nat -> (5 <= L)%nat ->
-  worst_error_le d L (head_output Softmax d h) eta ->
-  forall c, content_in_box d c ->
+  forall d L (h : head) eta c, (4 <= d)%nat -> (5 <= L)%nat ->
+  equal_content_error_le d L (head_output Softmax d h) c 2 eta -> equal_content_error_le d L (head_output Softmax d h) c 3 eta -> equal_content_error_le d L (head_output Softmax d h) c 4 eta ->
   (exists d2 d3 d4, Rabs d2 <= eta /\ Rabs d3 <= eta /\ Rabs d4 <= eta /\
      rho d h c - 2 = 12 * ((rho d h c + 2) * d4 - 2 * (rho d h c + 1) * d3 + rho d h c * d2)) /\
   2 - 48 * eta <= rho d h c * (1 + 48 * eta) /\ rho d h c * (1 - 48 * eta) <= 2 + 48 * eta.
 
 Theorem trigger_row_ratio_bound : TriggerRowRatioBound.
-Proof. intros d L h eta Hd HL Herr. exact (trigger_row_ratio d L h eta Hd Herr HL). Qed.
+Proof. intros d L h eta c Hd HL. exact (trigger_row_ratio d L h eta Hd HL c). Qed.

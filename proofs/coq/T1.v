@@ -73,7 +73,7 @@ Proof.
   - rewrite sequence_bos. apply (abs_le_bounds _ _ (proj2 (bos_query_sees_only_bos d L h eta Hd HL Herr)
       (content_flag d) ltac:(unfold content_flag; lia))).
   - intros k Hk. rewrite sequence_content by lia.
-    apply (content_flag_lower_bound d L h eta Hd HL He Herr). apply Hb. lia.
+    apply (content_flag_worst d L h eta Hd HL He Herr). apply Hb. lia.
   - rewrite <- softmax_output_images.
     apply (output_off_trigger d L h eta Herr j cs i); unfold valid_trigger, content_flag; auto; lia.
   - lra.
@@ -95,9 +95,9 @@ Proof.
     pose proof (abs_le_bounds _ _ (Hbos (content_flag d) ltac:(unfold content_flag; lia))). lra.
   - intros k Hk. destruct (Nat.eq_dec k j) as [->|Hkj].
     + rewrite sequence_trigger by (unfold valid_trigger in Hj; lia).
-      apply (flag_sum_lower_bound d L h eta Hd HL He Herr). apply Hb. lia.
+      apply (flag_sum_worst d L h eta Hd HL He Herr). apply Hb. lia.
     + rewrite sequence_content by lia.
-      apply (flag_sum_lower_bound d L h eta Hd HL He Herr). apply Hb. lia.
+      apply (flag_sum_worst d L h eta Hd HL He Herr). apply Hb. lia.
   - rewrite (sum_ext _ _ (fun k => softmax_weight d h (sequence d j cs) i k * value d h (sequence d j cs k) trigger_flag
                           + softmax_weight d h (sequence d j cs) i k * value d h (sequence d j cs k) (content_flag d)))
       by (intros; ring).

@@ -46,9 +46,14 @@ Proof.
   pose proof (error_nonneg d L h eta Hd HL4 Herr) as He0.
   unfold valid_trigger in Hj.
   assert (Hm5 : forall c, content_in_box d c -> m_5 eta <= h_t d h c).
-  { intros c Hc. destruct (content_flag_rows_2_3_4 d L h eta Hd Herr HL c Hc) as (d2 & d3 & d4 & H2 & H3 & _ & E2 & E3 & _).
+  { intros c Hc.
+    assert (Hon : forall j, (2 <= j <= 4)%nat -> equal_content_error_le d L (head_output Softmax d h) c j eta)
+      by (intros j' Hj'; apply worst_error_on_equal_content; try assumption; unfold valid_trigger; lia).
+    destruct (content_flag_rows_2_3_4 d L h eta Hd HL c (Hon 2%nat ltac:(lia)) (Hon 3%nat ltac:(lia)) (Hon 4%nat ltac:(lia)))
+      as (d2 & d3 & d4 & H2 & H3 & _ & E2 & E3 & _).
     destruct (trigger_ABC_pos d h c) as (HA & HB & HC).
-    destruct (trigger_row_ratio_bound d L h eta Hd HL Herr c Hc) as (_ & Hlo & _). unfold rho in Hlo.
+    destruct (trigger_row_ratio_bound d L h eta c Hd HL (Hon 2%nat ltac:(lia)) (Hon 3%nat ltac:(lia)) (Hon 4%nat ltac:(lia)))
+      as (_ & Hlo & _). unfold rho in Hlo.
     apply (content_flag_sharp_algebra _ _ _ (h_b d h) _ (h_r d h c) eta d2 d3 HA HB HC (conj He0 He) H2 H3);
       try assumption.
     apply Rmult_le_reg_r with (/ trigger_B d h c); [apply Rinv_0_lt_compat; lra|].

@@ -3,7 +3,7 @@
     get equal weights. On the equal-content sequence S_j(c) the trigger row is therefore
     (A, B, ..., B, C) / Z_j with Z_j = A + (j-1) B + C, and A, B, C do not depend on j. *)
 Require Import Reals Lra Lia.
-Require Import Sinks.Sums Sinks.Linear Sinks.Task Sinks.Heads.
+Require Import Sinks.Sums Sinks.Linear Sinks.Task Sinks.Heads Sinks.BosQuery.
 Open Scope R_scope.
 
 (** Equal keys get equal weights, whatever their positions. *)
@@ -90,19 +90,36 @@ Proof.
 Qed.
 End TriggerRow.
 
+(** The lemmas' hypothesis (proofs/content_flag_lower_bound.py and the next two): max-abs error
+    <= eta on one equal-content sequence S_j(c) only, at every query i < L and coordinate r < d. *)
+Definition equal_content_error_le (d L : nat) (f : model) (c : content) (j : nat) (eta : R) : Prop :=
+  forall i r, (i < L)%nat -> (r < d)%nat -> Rabs (f (equal_content d j c) i r - target j (equal_content d j c) i r) <= eta.
+
+(** The worst-case hypothesis gives it for every trigger and every content in the box. *)
+Lemma worst_error_on_equal_content : forall d L f eta c j, worst_error_le d L f eta -> valid_trigger L j ->
+  content_in_box d c -> equal_content_error_le d L f c j eta.
+Proof. intros d L f eta c j Herr Hj Hc i r Hi Hr. exact (Herr j (fun _ => c) i r Hj (equal_content_in_box d L c Hc) Hi Hr). Qed.
+
+(** On S_j(c) the BOS query's output is BOS's value image, whose target is 0: |u_0 r| <= eta. *)
+Lemma equal_content_bos_value : forall d L h eta c j r, (1 <= j)%nat -> (1 <= L)%nat -> (r < d)%nat ->
+  equal_content_error_le d L (head_output Softmax d h) c j eta -> Rabs (value d h (bos d) r) <= eta.
+Proof.
+  intros d L h eta c j r Hj HL Hr Herr. pose proof (Herr 0%nat r ltac:(lia) Hr) as H.
+  rewrite bos_query_output, target_off_trigger, Rminus_0_r in H by lia. exact H.
+Qed.
+
 (** The error hypothesis at the trigger of S_j(c), along a coordinate r: the trigger row equation
     A u_b + (j-1) B u_t + C u_r = Z_j (y_j + delta_j) with |delta_j| <= eta. *)
 Theorem trigger_row_equation : forall d L h eta c j r,
-  worst_error_le d L (head_output Softmax d h) eta -> valid_trigger L j -> content_in_box d c -> (r < d)%nat ->
+  equal_content_error_le d L (head_output Softmax d h) c j eta -> valid_trigger L j -> (r < d)%nat ->
   exists delta, Rabs delta <= eta /\
     trigger_A d h c * value d h (bos d) r + INR (j - 1) * trigger_B d h c * value d h (content_token d c) r
       + trigger_C d h c * value d h (trigger_token d c) r
     = (trigger_A d h c + INR (j - 1) * trigger_B d h c + trigger_C d h c)
       * (/ INR j * (INR (j - 1) * content_token d c r + trigger_token d c r) + delta).
 Proof.
-  intros d L h eta c j r Herr Hj Hc Hr.
-  assert (H := Herr j (fun _ => c) j r Hj (equal_content_in_box d L c Hc) ltac:(unfold valid_trigger in Hj; lia) Hr).
-  fold (equal_content d j c) in H.
+  intros d L h eta c j r Herr Hj Hr.
+  assert (H := Herr j r ltac:(unfold valid_trigger in Hj; lia) Hr).
   unfold valid_trigger in Hj.
   rewrite trigger_row_output, target_equal_content_trigger in H by lia.
   eexists. split; [exact H|].
@@ -159,29 +176,29 @@ Definition h_r (d : nat) (h : head) (c : content) : R := value d h (trigger_toke
 Section FlagRows.
 Variables (d L : nat) (h : head) (eta : R) (c : content).
 Hypothesis Hd : (4 <= d)%nat.
-Hypothesis Herr : worst_error_le d L (head_output Softmax d h) eta.
-Hypothesis Hc : content_in_box d c.
 Let A := trigger_A d h c.
 Let B := trigger_B d h c.
 Let C := trigger_C d h c.
 
 (** Content flag at the trigger j: target (j-1)/j, error delta_j. *)
-Lemma content_flag_row : forall j, valid_trigger L j -> exists delta, Rabs delta <= eta /\
+Lemma content_flag_row : forall j, valid_trigger L j -> equal_content_error_le d L (head_output Softmax d h) c j eta ->
+  exists delta, Rabs delta <= eta /\
   A * h_b d h + INR (j - 1) * B * h_t d h c + C * h_r d h c
   = (A + INR (j - 1) * B + C) * (INR (j - 1) / INR j + delta).
 Proof.
-  intros j Hj. destruct (trigger_row_equation d L h eta c j (content_flag d) Herr Hj Hc) as (delta & Hdl & E).
+  intros j Hj Herr. destruct (trigger_row_equation d L h eta c j (content_flag d) Herr Hj) as (delta & Hdl & E).
   { unfold content_flag. lia. }
   exists delta. split; [assumption|]. unfold h_b, h_t, h_r, A, B, C. rewrite E.
   rewrite content_content_flag, trigger_content_flag by assumption. unfold Rdiv. f_equal. f_equal. ring.
 Qed.
 
 (** Trigger flag at the trigger j: target 1/j, error gamma_j. *)
-Lemma trigger_flag_row : forall j, valid_trigger L j -> exists gamma, Rabs gamma <= eta /\
+Lemma trigger_flag_row : forall j, valid_trigger L j -> equal_content_error_le d L (head_output Softmax d h) c j eta ->
+  exists gamma, Rabs gamma <= eta /\
   A * g_b d h + INR (j - 1) * B * g_t d h c + C * g_r d h c
   = (A + INR (j - 1) * B + C) * (1 / INR j + gamma).
 Proof.
-  intros j Hj. destruct (trigger_row_equation d L h eta c j trigger_flag Herr Hj Hc) as (gamma & Hg & E).
+  intros j Hj Herr. destruct (trigger_row_equation d L h eta c j trigger_flag Herr Hj) as (gamma & Hg & E).
   { unfold trigger_flag. lia. }
   exists gamma. split; [assumption|]. unfold g_b, g_t, g_r, A, B, C. rewrite E.
   rewrite content_trigger_flag, trigger_trigger_flag by assumption. unfold Rdiv. f_equal. f_equal. ring.

@@ -1,34 +1,30 @@
 """Compile the Coq development with ``coqc`` and check what its main theorems assume.
 
 ``check(source)`` copies the ``.v`` files named in ``_CoqProject`` into a temporary build folder
-(the source tree is never written), compiles them in order with ``coqc`` (each a subprocess in
-its own session, hard-killed at the shared deadline), then runs ``Print Assumptions`` for every
-main theorem (``twins.main_theorems()``). The development passes only if every file compiles,
-no file declares an axiom of its own or admits a proof (``scan``), and every main theorem
-assumes nothing beyond ``ALLOWED_AXIOMS``, the axioms the standard library's reals are built on.
+(the source tree is never written), compiles them in order with ``coqc`` (``coqc.py``: each a
+subprocess in its own session, hard-killed at the shared deadline), then runs ``Print Assumptions``
+for every main theorem (``twins.main_theorems()``) and compares what the kernel says each one
+states with the pinned text (``pins.verify``). The development passes only if every file compiles,
+no file declares an axiom of its own or admits a proof (``scan``), every main theorem assumes
+nothing beyond ``ALLOWED_AXIOMS``, the axioms the standard library's reals are built on, and its
+kernel-printed type and every definition that type unfolds to are the pinned ones.
 ``default_report()`` checks the installed development once per process; ``SINKS_COQ=off`` skips
 the check (the verdicts then say "Coq not run").
 """
 
 from __future__ import annotations
 
-import atexit
-import hashlib
 import os
 import re
 import resource
 import shutil
-import signal
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .coqc import INSTALL_HINT, LIBRARY, Timeout, build_dir, compile_files, coqc_path, coqc_version, run_session
 from .source import COQ_DIR, project_files, strip_comments
 
-LIBRARY = "Sinks"  # the logical name of the development (``-R . Sinks`` in _CoqProject)
-INSTALL_HINT = "apt-get update && apt-get install -y coq coinor-csdp"
 DEFAULT_TIMEOUT = 900.0  # seconds for the whole check; SINKS_COQ_TIMEOUT overrides
 
 # What the standard library's reals rest on (Rdefinitions: classical Dedekind cuts; the
@@ -69,6 +65,8 @@ class KernelReport:
     scope: str = ""
     statements: dict = field(default_factory=dict)  # theorem -> its type as coqc prints it (Check)
     failed: dict = field(default_factory=dict)  # theorem -> why it did not pass
+    # theorem -> why its kernel-printed type, or a definition it unfolds to, is not the pinned text
+    unpinned: dict = field(default_factory=dict)
 
     def theorem_failure(self, name: str) -> str | None:
         """None when theorem ``name`` passed; otherwise the reason."""
@@ -94,7 +92,8 @@ class KernelReport:
                 "wall_seconds": round(self.wall_seconds, 2), "cpu_seconds": round(self.cpu_seconds, 2),
                 "files": list(self.files), "allowed_axioms": list(ALLOWED_AXIOMS),
                 "assumptions": {k: list(v) for k, v in self.assumptions.items()}, "assumptions_scope": self.scope,
-                "statements": dict(self.statements), "failed": dict(self.failed)}
+                "statements": dict(self.statements), "failed": dict(self.failed),
+                "unpinned": dict(self.unpinned)}
 
 
 def not_run(reason: str) -> KernelReport:
@@ -135,75 +134,10 @@ def duplicate_names(texts: dict[str, str]) -> list[str]:
             for n, files in where.items() if len(files) > 1]
 
 
-# ----------------------------------------------------------------------------------------
-# Running coqc.
-
-
-def coqc_path() -> str | None:
-    return shutil.which("coqc")
-
-
-def coqc_version(coqc: str) -> str:
-    out = subprocess.run([coqc, "--version"], capture_output=True, text=True, timeout=60).stdout
-    m = re.search(r"version\s+(\S+)", out)
-    return f"coqc {m.group(1)}" if m else "coqc (unknown version)"
-
-
-class Timeout(Exception):
-    pass
-
-
-def _run(argv: list[str], cwd: Path, deadline: float) -> subprocess.CompletedProcess:
-    """Run ``argv`` in its own session; kill the whole session at ``deadline``."""
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=max(deadline - time.monotonic(), 0.01))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise Timeout from None
-    return subprocess.CompletedProcess(argv, proc.returncode, out, "")
-
-
-_VO_CACHE: dict[str, Path] = {}  # hash of (the files up to and including one) -> its compiled .vo
-_BUILD_ROOT: Path | None = None
-
-
-def _build_dir() -> Path:
-    global _BUILD_ROOT
-    if _BUILD_ROOT is None:
-        _BUILD_ROOT = Path(tempfile.mkdtemp(prefix="sinks-coq-"))
-        atexit.register(shutil.rmtree, _BUILD_ROOT, True)
-    return Path(tempfile.mkdtemp(dir=_BUILD_ROOT))
-
-
-def _compile(coqc: str, build: Path, files: list[str], deadline: float) -> str:
-    """Compile ``files`` in order inside ``build``; "" or the first error. A file whose text and
-    whose dependencies' texts (its ``Require``s of the development, transitively) were compiled
-    before in this process reuses that .vo."""
-    keys: dict[str, str] = {}
-    for name in files:
-        text = (build / name).read_bytes()
-        deps = sorted(set(re.findall(rb"\b" + LIBRARY.encode() + rb"\.(\w+)", text)))
-        digest = hashlib.sha256(name.encode() + b"\0" + text)
-        for dep in deps:
-            digest.update(keys.get(dep.decode() + ".v", "missing").encode())
-        key = keys[name] = digest.hexdigest()
-        vo = build / (name[:-2] + ".vo")
-        if key in _VO_CACHE and _VO_CACHE[key].exists():
-            shutil.copy2(_VO_CACHE[key], vo)
-            continue
-        r = _run([coqc, "-q", "-R", ".", LIBRARY, name], build, deadline)
-        if r.returncode != 0:
-            return f"{name} did not compile: {' '.join(r.stdout.split())[:600]}"
-        _VO_CACHE[key] = vo
-    return ""
-
-
 def _assumptions_script(theorems: list[str], modules: list[str], each: bool) -> str:
     """Check every theorem; Print Assumptions of all of them together (one traversal of their
-    dependencies), or of each one (``each``, to say which theorem an extra axiom comes from)."""
+    dependencies), or of each one (``each``, to say which theorem an extra axiom comes from).
+    ``theorems`` are the names to print (qualified, ``Sinks.T1.t1_single_layer_sink``, where pinned)."""
     lines = ["Require Import Reals.", f"Require Import {' '.join(f'{LIBRARY}.{m}' for m in modules)}.",
              "Open Scope R_scope."]
     for k, name in enumerate(theorems):
@@ -248,15 +182,17 @@ def _split_block(text: str) -> tuple[str, str]:
     return " ".join(" ".join(lines[:k]).split()), "\n".join(lines[k:])
 
 
-def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[str],
-                    deadline: float, attribute: bool, each: bool = False) -> tuple[dict, dict, dict, str, str]:
+def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[str], deadline: float,
+                    attribute: bool, each: bool = False, refs: dict | None = None) -> tuple[dict, dict, dict, str, str]:
     """(assumptions, statements, failed, scope, error) of the main theorems. All theorems' assumptions
     are read in one ``Print Assumptions``; when that lists more than ``ALLOWED_AXIOMS`` and
     ``attribute``, it runs again per theorem, to name the theorems that use the extra axiom
-    (otherwise every theorem is charged with the extra axiom)."""
+    (otherwise every theorem is charged with the extra axiom). ``refs``: theorem -> the name to
+    print it by (the pinned constant, so that both checks read the same theorem)."""
+    refs = refs or {}
     script = build / "sinks_assumptions.v"
-    script.write_text(_assumptions_script(theorems, modules, each))
-    r = _run([coqc, "-q", "-R", ".", LIBRARY, script.name], build, deadline)
+    script.write_text(_assumptions_script([refs.get(t, t) for t in theorems], modules, each))
+    r = run_session([coqc, "-q", "-R", ".", LIBRARY, script.name], build, deadline)
     if r.returncode != 0:
         return {}, {}, {}, "", f"Print Assumptions did not run: {' '.join(r.stdout.split())[:600]}"
     blocks = re.split(r"^sinks_marker_(\d+) = tt\n\s*: unit\n", r.stdout, flags=re.M)
@@ -275,7 +211,7 @@ def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[s
             return {}, statements, {}, "", "Print Assumptions printed nothing for the main theorems"
         axioms, problem = together
         if attribute and (any(a not in ALLOWED_AXIOMS for a in axioms) or problem):
-            return _check_theorems(coqc, build, theorems, modules, deadline, attribute, each=True)
+            return _check_theorems(coqc, build, theorems, modules, deadline, attribute, each=True, refs=refs)
         assumptions = {name: together for name in theorems}
     for name in theorems:
         if name not in assumptions:
@@ -291,6 +227,7 @@ def _check_theorems(coqc: str, build: Path, theorems: list[str], modules: list[s
 
 def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[str] | None = None) -> KernelReport:
     """Compile ``source`` (a folder with ``_CoqProject``) and check its main theorems."""
+    from . import pins
     from .twins import main_theorems
 
     coqc = coqc_path()
@@ -301,7 +238,7 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
     version = coqc_version(coqc)
     start, cpu0 = time.monotonic(), _children_cpu()
     files = project_files(source)
-    build = _build_dir()
+    build = build_dir()
     for name in files + ["_CoqProject"]:
         shutil.copy2(Path(source) / name, build / name)
     texts = {name: (build / name).read_text() for name in files}
@@ -312,21 +249,26 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
                             tuple(files), **kw)
 
     try:
-        error = _compile(coqc, build, files, start + timeout)
+        error = compile_files(coqc, build, files, start + timeout)
         if error:
             return report(False, error)
+        modules = [f[:-2] for f in files]
         assumptions, statements, failed, scope, error = _check_theorems(
-            coqc, build, theorems, [f[:-2] for f in files], start + timeout, attribute=not found)
+            coqc, build, theorems, modules, start + timeout, attribute=not found, refs=pins.qualified(theorems))
+        unpinned = {} if error else pins.verify(coqc, build, theorems, modules, start + timeout)
     except Timeout:
         return report(False, f"timed out after {timeout:.0f} s (hard-killed)")
     if error:
         return report(False, error)
-    reasons = ([f"forbidden in the source: {'; '.join(found)}"] if found else []) + [
-        f"{n}: {why}" for n, why in failed.items()]
+    forbidden = f"forbidden in the source: {'; '.join(found)}" if found else ""
     if found:  # an admitted proof or an axiom anywhere undermines every theorem
-        failed = {n: reasons[0] for n in theorems}
+        failed = {n: forbidden for n in theorems}
+    for name, why in unpinned.items():  # the kernel checked another statement than the pinned one
+        failed[name] = "; ".join(filter(None, (failed.get(name), f"not the pinned statement: {why}")))
+    reasons = ([forbidden] if found else []) + [f"{n}: {why}" for n, why in failed.items()
+                                                if not found or n in unpinned]
     return report(not reasons, "; ".join(reasons), assumptions=assumptions, statements=statements, failed=failed,
-                  scope=scope)
+                  scope=scope, unpinned=unpinned)
 
 
 def _children_cpu() -> float:

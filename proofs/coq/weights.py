@@ -1,13 +1,15 @@
 """The task's tokens and the constructions' weights as the Coq development writes them, against
-the Python definitions (``constructions.task``, ``relu_head``, ``cancelling_heads``).
+the Python definitions (``constructions.task``, ``relu_head``, ``cancelling_heads``, ``softmax_head``).
 
 ``token_mismatches`` evaluates the Coq tokens (``bos``, ``content_token``, ``trigger_token``:
 if-chains over the coordinate r) for d = 4 .. 7 and compares them with ``task.make_sequence``; the
 Coq sequence and targets are held to their text. The Coq matrices are sums of E[r, c] (``unit_mat r c``) and the identity (``id_mat``), possibly
 negated or scaled by a real parameter: ``relu_W_Q``, ``relu_W_K`` (the ReLU head of T3) and
-``cancel_W_Q``, ``cancel_W_K``, ``cancel_W_V``, ``neg_id_mat`` (the cancelling pair of T2).
+``cancel_W_Q``, ``cancel_W_K``, ``cancel_W_V``, ``neg_id_mat`` (the cancelling pair of T2),
+``sufficiency_W_Q`` (with the cancelling pair's W_K and W_V: the softmax family's head).
 ``weight_mismatches`` evaluates them for d = 4 .. 7 and compares them entry by entry with
-``constructions.relu_head.build(d)`` and ``constructions.cancelling_heads.build(d, beta)``.
+``constructions.relu_head.build(d)``, ``constructions.cancelling_heads.build(d, beta)`` and
+``constructions.softmax_head.build(d, beta)``.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def _mats(layer, head: int) -> list[sympy.Matrix]:
 
 
 def weight_mismatches(defs: dict[str, Definition]) -> list[str]:
-    from constructions import cancelling_heads, relu_head
+    from constructions import cancelling_heads, relu_head, softmax_head
 
     beta = sympy.Symbol("beta", positive=True)
     out = []
@@ -76,8 +78,11 @@ def weight_mismatches(defs: dict[str, Definition]) -> list[str]:
                "cancelling": [[matrix("cancel_W_Q", d, defs, {"s": -beta}), matrix("cancel_W_K", d, defs),
                                matrix("cancel_W_V", d, defs), sympy.eye(d)],
                               [matrix("cancel_W_Q", d, defs, {"s": beta}), matrix("cancel_W_K", d, defs),
-                               matrix("cancel_W_V", d, defs), matrix("neg_id_mat", d, defs)]]}
-        python = {"relu": relu_head.build(d).layers[0], "cancelling": cancelling_heads.build(d, beta).layers[0]}
+                               matrix("cancel_W_V", d, defs), matrix("neg_id_mat", d, defs)]],
+               "sufficiency": [[matrix("sufficiency_W_Q", d, defs, {"beta": beta}), matrix("cancel_W_K", d, defs),
+                                matrix("cancel_W_V", d, defs), sympy.eye(d)]]}
+        python = {"relu": relu_head.build(d).layers[0], "cancelling": cancelling_heads.build(d, beta).layers[0],
+                  "sufficiency": softmax_head.build(d, beta).layers[0]}
         for name, heads in coq.items():
             for h, mats in enumerate(heads):
                 for label, ours, theirs in zip(("W_Q", "W_K", "W_V", "W_O"), mats, _mats(python[name], h)):
@@ -144,6 +149,11 @@ EXPECTED_TEXT = {
                 "else content_token d (cs p)",
     "target": "fun r => if Nat.eqb i j then / INR j * sum j (fun k => X (S k) r) else 0",
     "residual_target": "fun r => X i r + target j X i r",
+    "is_norm": "(forall x y, N (vadd x y) <= N x + N y) /\\ (forall c x, N (vscale c x) = Rabs c * N x)",
+    "vadd": "fun r => x r + y r",
+    "vscale": "fun r => c * x r",
+    "equal_content_error_le": "forall i r, (i < L)%nat -> (r < d)%nat -> "
+                              "Rabs (f (equal_content d j c) i r - target j (equal_content d j c) i r) <= eta",
 }
 
 
@@ -167,6 +177,7 @@ def _head_shapes(defs: dict[str, Definition]) -> list[str]:
     """The heads assemble those matrices the way the Python constructions do."""
     expected = {"relu_head": "mk_head (relu_W_Q d) (relu_W_K d) id_mat id_mat",
                 "cancel_head": "mk_head (cancel_W_Q s) cancel_W_K cancel_W_V out",
-                "cancelling_pair": "[cancel_head (- beta) id_mat; cancel_head beta neg_id_mat]"}
+                "cancelling_pair": "[cancel_head (- beta) id_mat; cancel_head beta neg_id_mat]",
+                "sufficiency_head": "mk_head (sufficiency_W_Q d beta) cancel_W_K cancel_W_V id_mat"}
     return [f"{name}: Coq defines {defs[name].body if name in defs else 'nothing'}, expected {body}"
             for name, body in expected.items() if name not in defs or " ".join(defs[name].body.split()) != body]
