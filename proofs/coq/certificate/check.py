@@ -18,13 +18,13 @@ from __future__ import annotations
 import re
 import resource
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from proofs.coq import kernel
+from proofs.coq.coqc import Timeout, coqc_path, coqc_version, run_session
 
 HERE = Path(__file__).resolve().parent
 LIBRARY = "SinksCert"
@@ -58,13 +58,16 @@ def generic_files() -> list[str]:
 
 def available() -> str:
     """'' when coqc and the Interval library are installed, else why not (a skip reason)."""
-    coqc = kernel.coqc_path()
+    coqc = coqc_path()
     if coqc is None:
         return f"coqc not found (install: {INSTALL_HINT})"
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "Probe.v"
         probe.write_text("From Interval Require Import Tactic.\n")
-        run = subprocess.run([coqc, probe.name], cwd=tmp, capture_output=True, text=True, timeout=120)
+        try:
+            run = run_session([coqc, probe.name], Path(tmp), time.monotonic() + 120)
+        except Timeout:
+            return "coqc did not load the Interval library within 120 s"
     if run.returncode != 0:
         return f"the Coq Interval library is missing (install: {INSTALL_HINT})"
     return ""
@@ -75,9 +78,9 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _coqc(coqc: str, build: Path, name: str, deadline: float) -> subprocess.CompletedProcess:
-    return subprocess.run([coqc, "-R", ".", LIBRARY, name], cwd=build, capture_output=True, text=True,
-                          timeout=max(deadline - time.monotonic(), 1.0))
+def _coqc(coqc: str, build: Path, name: str, deadline: float):
+    """coqc on one file of the certificate's library (its whole session killed at ``deadline``)."""
+    return run_session([coqc, "-R", ".", LIBRARY, name], build, deadline)
 
 
 _GENERIC: dict[str, tuple[Path, float, float]] = {}  # coqc -> (compiled generic folder, wall s, CPU s)
@@ -96,7 +99,7 @@ def _generic_build(coqc: str, deadline: float) -> tuple[Path, float, float]:
             run = _coqc(coqc, folder, f, deadline)
             if run.returncode != 0:
                 shutil.rmtree(folder, True)
-                raise GenericFailure(f"{f} does not compile: {' '.join((run.stdout + run.stderr).split())[:400]}")
+                raise GenericFailure(f"{f} does not compile: {' '.join(run.stdout.split())[:400]}")
         _GENERIC[coqc] = (folder, time.monotonic() - start, _children_cpu() - cpu0)
     return _GENERIC[coqc]
 
@@ -126,7 +129,7 @@ def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
     """Compile ``cert`` (an ``export.Certificate``) as NAME.v and check its theorem."""
     from .export import coq_text, statements, theorems
 
-    coqc = kernel.coqc_path()
+    coqc = coqc_path()
     names = theorems(name)
     theorem = " and ".join(names)
     missing = available()
@@ -141,7 +144,7 @@ def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
             "generic_lines": sum((HERE / f).read_text().count("\n") for f in files)}
     texts = {f: (HERE / f).read_text() for f in files} | {f"{name}.v": text}
     found = [line for f, t in texts.items() for line in kernel.scan(t, f)]
-    version = kernel.coqc_version(coqc)
+    version = coqc_version(coqc)
     if found:
         return CoqCheck(True, False, "; ".join(found), theorem, coqc=version, size=size)
     start, cpu0 = time.monotonic(), _children_cpu()
@@ -161,11 +164,11 @@ def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
             (build / f"{name}.v").write_text(text)
             run = _coqc(coqc, build, f"{name}.v", deadline)
             if run.returncode != 0:
-                return failed(f"{name}.v does not compile: {' '.join((run.stdout + run.stderr).split())[:400]}")
+                return failed(f"{name}.v does not compile: {' '.join(run.stdout.split())[:400]}")
             out = run.stdout
     except GenericFailure as e:
         return failed(str(e))
-    except subprocess.TimeoutExpired:
+    except Timeout:
         return failed(f"coqc ran past {timeout:.0f} s")
     wall, cpu = time.monotonic() - start, _children_cpu() - cpu0
     problems, printed, axioms = [], [], []
