@@ -113,6 +113,20 @@ def recompute(model, layer: int, x: torch.Tensor, geo: Geometry | None = None) -
     """(pattern [B, H, T, T], v [B, H_kv, T, d_h]) of ``layer`` in float64 from its weights and its
     input ``x`` [B, T, D] (positions 0..T-1)."""
     geo = geo or geometry(model)
+    q, k, v = projections(model, layer, x, geo)
+    T = x.shape[1]
+    k = k.repeat_interleave(geo.heads // geo.kv_heads, dim=1)  # [B, H, T, dh]: head h reads kv head h // rep
+    scores = (q @ k.transpose(-1, -2)) * geo.scaling  # [B, H, T, T]
+    causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+    pattern = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+    return pattern, v
+
+
+@torch.no_grad()
+def projections(model, layer: int, x: torch.Tensor, geo: Geometry | None = None):
+    """(q [B, H, T, d_h], k [B, H_kv, T, d_h], v [B, H_kv, T, d_h]) of ``layer`` in float64 from its
+    input ``x`` [B, T, D], q and k with their rotary embeddings applied (positions 0..T-1)."""
+    geo = geo or geometry(model)
     attn = layers(model)[layer].self_attn
     x = x.to(torch.float64)
     B, T, _ = x.shape
@@ -122,12 +136,7 @@ def recompute(model, layer: int, x: torch.Tensor, geo: Geometry | None = None) -
     angles = torch.arange(T, dtype=torch.float64).unsqueeze(-1) * geo.inv_freq.to(x.device)  # [T, dh/2]
     angles = torch.cat([angles, angles], dim=-1)  # [T, dh]
     cos, sin = angles.cos() * geo.rope_scale, angles.sin() * geo.rope_scale
-    q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
-    k = k.repeat_interleave(geo.heads // geo.kv_heads, dim=1)  # [B, H, T, dh]: head h reads kv head h // rep
-    scores = (q @ k.transpose(-1, -2)) * geo.scaling  # [B, H, T, T]
-    causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-    pattern = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
-    return pattern, v
+    return _rotate(q, cos, sin), _rotate(k, cos, sin), v
 
 
 def head_images(model, layer: int, v: torch.Tensor, head: int, geo: Geometry | None = None) -> torch.Tensor:
