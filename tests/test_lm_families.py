@@ -63,9 +63,13 @@ def test_repeated_tokens_stay_below_the_bound_with_identical_inputs(seed, sharpe
     x_ids = families.drawn(FakeTokenizer(), 16, None, count=4, seed=seed)["repeated"]
     rec = extract.record(model, x_ids)
     per_layer = [repeated.layer_bound(model, n, rec.inputs[n]) for n in range(3)]
-    s = repeated.head_summary(per_layer)
-    assert s["input_spread_max"].max().item() < 1e-5  # the proposition's hypothesis, in every layer
-    assert s["mass_minus_bound_max"].max().item() <= 1e-12
+    s = repeated.head_summary(repeated.stack(per_layer))
+    assert s["input_spread_max"].max() < 1e-5  # the proposition's hypothesis, in every layer
+    assert s["mass_minus_bound_max"].max() <= 1e-12
+    from empirical.lm import heads
+
+    alpha0 = heads.gu_scores(torch.stack(rec.weights).double())[..., 0].permute(0, 2, 1).numpy()  # [L, H, N]
+    assert (alpha0 <= repeated.alpha0_bound(repeated.stack(per_layer)["bound"]) + 1e-6).all()
     # Negative control: with xi a quarter of the computed one the bound claims too much somewhere,
     # so the comparison above can fail (the bound is within a factor 4 of xi of the worst case).
     i = torch.arange(1, 16).double()
@@ -82,6 +86,6 @@ def test_on_random_tokens_the_inputs_differ_and_the_bound_still_holds():
     x_ids = families.drawn(FakeTokenizer(), 12, None, count=3)["random"]
     rec = extract.record(model, x_ids)
     per_layer = [repeated.layer_bound(model, n, rec.inputs[n]) for n in range(2)]
-    s = repeated.head_summary(per_layer)
-    assert s["input_spread_max"].min().item() > 1e-2
-    assert s["mass_minus_bound_max"].max().item() <= 1e-12
+    s = repeated.head_summary(repeated.stack(per_layer))
+    assert s["input_spread_max"].min() > 1e-2
+    assert s["mass_minus_bound_max"].max() <= 1e-12

@@ -47,7 +47,7 @@ class CleanRun:
 
     calls: list[tuple[tuple, dict]]  # per layer (args, kwargs) as the model called it
     loss: torch.Tensor  # [B], mean next-token loss per text
-    logits: torch.Tensor  # [B, T, V]
+    final: torch.Tensor  # [B, T, D]: the final norm's output, what lm_head reads
 
 
 def token_loss(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -68,16 +68,23 @@ def clean_run(model, ids: torch.Tensor) -> CleanRun:
     handles = [layer.register_forward_pre_hook(keep(i), with_kwargs=True)
                for i, layer in enumerate(extract.layers(model))]
     try:
-        logits = model(input_ids=ids, use_cache=False).logits
+        final = model.model(input_ids=ids, use_cache=False).last_hidden_state
     finally:
         for h in handles:
             h.remove()
-    return CleanRun(calls, token_loss(logits, ids), logits)
+    return CleanRun(calls, chunked_loss(model, final, ids, normed=True), final)
+
+
+def logits(model, final: torch.Tensor) -> torch.Tensor:
+    """The model's logits from the final norm's output (with its final soft cap, if it has one)."""
+    out = model.lm_head(final)
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    return out if not cap else torch.tanh(out / cap) * cap
 
 
 def replay(model, clean: CleanRun, start: int) -> torch.Tensor:
     """Logits [B, T, V] from decoder layer ``start`` on, fed what it received in ``clean``."""
-    return model.lm_head(model.model.norm(replay_hidden(model, clean, start)))
+    return logits(model, model.model.norm(replay_hidden(model, clean, start)))
 
 
 def head_change(weights: torch.Tensor, values: torch.Tensor, W_h: torch.Tensor, head: int, kv_head: int,
@@ -185,10 +192,11 @@ def replay_hidden(model, clean: CleanRun, start: int, repeat: int = 1) -> torch.
     return hidden
 
 
-def chunked_loss(model, hidden: torch.Tensor, ids: torch.Tensor, rows: int = LOSS_ROWS) -> torch.Tensor:
-    """``token_loss`` of the final norm and lm_head on ``hidden`` [B, T, D], ``rows`` texts at a
-    time so that the [rows, T, vocab] logits stay small."""
-    return torch.cat([token_loss(model.lm_head(model.model.norm(hidden[s:s + rows])), ids[s:s + rows])
+def chunked_loss(model, hidden: torch.Tensor, ids: torch.Tensor, rows: int = LOSS_ROWS, normed: bool = False) -> torch.Tensor:
+    """``token_loss`` of the final norm (unless ``normed``) and the output layer on ``hidden``
+    [B, T, D], ``rows`` texts at a time so that the [rows, T, vocab] logits stay small."""
+    norm = (lambda h: h) if normed else model.model.norm
+    return torch.cat([token_loss(logits(model, norm(hidden[s:s + rows])), ids[s:s + rows])
                       for s in range(0, len(hidden), rows)])
 
 

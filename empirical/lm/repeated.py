@@ -25,6 +25,7 @@ proposition no longer applies; the bound as computed still holds.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from . import extract
@@ -55,11 +56,24 @@ def layer_bound(model, layer: int, x: torch.Tensor, geo: extract.Geometry | None
             "input_spread": spread}
 
 
-def head_summary(per_layer: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+def stack(per_layer: list[dict[str, torch.Tensor]]) -> dict[str, np.ndarray]:
+    """``layer_bound``'s per-layer results as arrays with the layer first: xi [L, H, N], bound and
+    mass [L, H, N, T-1], input_spread [L, N]."""
+    return {k: torch.stack([p[k] for p in per_layer]).cpu().numpy() for k in per_layer[0]}
+
+
+def alpha0_bound(bound: np.ndarray) -> np.ndarray:
+    """Gu's score alpha_0 = (1/T)(a_00 + sum_{i>=1} a_i0) with a_00 = 1 is at most
+    (1 + sum_i bound_i) / T: [..., T-1] -> [...]."""
+    return (1.0 + bound.sum(axis=-1)) / (bound.shape[-1] + 1)
+
+
+def head_summary(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """[L, H] per head: xi (max over texts), the bound and the mean measured mass at the last query
-    (t = T), and max(mass - bound) over every (text, query); [L] the largest input spread."""
-    stack = {k: torch.stack([p[k] for p in per_layer]) for k in per_layer[0]}
-    return {"xi_max": stack["xi"].amax(dim=-1), "bound_at_T_max": stack["bound"][..., -1].amax(dim=-1),
-            "mass_at_T_mean": stack["mass"][..., -1].mean(dim=-1),
-            "mass_minus_bound_max": (stack["mass"] - stack["bound"]).amax(dim=(-1, -2)),
-            "input_spread_max": stack["input_spread"].amax(dim=-1)}
+    (t = T), max(mass - bound) over every (text, query), and the largest alpha_0 bound; [L] the
+    largest input spread."""
+    return {"xi_max": arrays["xi"].max(axis=-1), "bound_at_T_max": arrays["bound"][..., -1].max(axis=-1),
+            "mass_at_T_mean": arrays["mass"][..., -1].mean(axis=-1),
+            "mass_minus_bound_max": (arrays["mass"] - arrays["bound"]).max(axis=(-1, -2)),
+            "alpha0_bound_max": alpha0_bound(arrays["bound"]).max(axis=-1),
+            "input_spread_max": arrays["input_spread"].max(axis=-1)}

@@ -23,9 +23,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bos", action="store_true",
                    help="prepend the tokenizer's BOS token, which becomes position 0 (default: position 0 is "
                         "the text's first token; SmolLM2's tokenizer adds no BOS)")
-    p.add_argument("--ablation-texts", type=int, default=1,
-                   help="ablate every head on the first N texts (default 1, sized for a shared 2-core machine: "
-                        "540 replays on SmolLM2; 0 skips the ablations)")
+    p.add_argument("--ablation-texts", type=int, default=32,
+                   help="ablate every head on the first N texts (default 32; 0 skips the ablations)")
+    p.add_argument("--screen-texts", type=int, default=1,
+                   help="texts every (head, ablation) runs on; only those whose loss rises by more than half the "
+                        "0.05-nat threshold there continue over the rest (default 1; 0: every head on every text)")
+    p.add_argument("--bound-texts", type=int, default=17,
+                   help="texts that carry the float64 recomputation and the SPEC bound (default 17, one batch)")
+    p.add_argument("--family-texts", type=int, default=32,
+                   help="sequences in each drawn input family, random tokens and one token repeated (default 32)")
     p.add_argument("--solver-iters", type=int, default=20,
                    help="iterations of the delta QP per query (default 20; more only tightens the certified bound)")
     p.add_argument("--batch", type=int, default=17, help="texts per forward pass and checkpoint (default 17)")
@@ -61,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads or owned_cores())
     config = probe.ProbeConfig(args.model, args.texts, args.tokens, args.bos, args.ablation_texts, args.batch,
-                               args.solver_iters, device)
+                               args.solver_iters, device, args.bound_texts, args.screen_texts, args.family_texts)
     start = time.perf_counter()
     loaded, probe_set, measured = probe.run(config, out, bar=_bar if sys.stderr.isatty() else None)
     paths = _write(out, config, loaded, probe_set, measured, time.perf_counter() - start)
@@ -107,7 +113,7 @@ def _write(out, config, loaded, probe_set, measured, seconds: float) -> dict:
         "texts": {"source": probe_set.source, "count": len(probe_set.ids), "tokens": config.tokens,
                   "bos": probe_set.bos, "hash": probe_set.hash(),
                   "first_tokens": sorted(set(probe_set.first_tokens))},
-        "model": loaded.provenance, "seconds": round(seconds, 1),
+        "model": loaded.provenance, "seconds": round(seconds, 1), "phases": measured.phases,
         "provenance": {**files.provenance(config, None, config.device), "lm_versions": versions},
     }
     pairs = io.BytesIO()
