@@ -309,7 +309,8 @@ def test_probe_command_end_to_end_and_resume(tmp_path, monkeypatch):
     a = record["heads"][0]["ablation"]["removed"]
     assert a["texts"] in (2, 4) and a["screened_out"] == (a["texts"] == 2)
     assert record["model"]["files"] and record["provenance"]["versions"]["torch"]
-    for name in ("probe_heads.png", "probe_mass_vs_output.png", "pairs.npz"):
+    for name in ("probe_heads.png", "probe_mass_vs_output.png", "pairs.npz", "probe_families.png",
+                 "probe_repeated_bound.png", "probe_ablation_removed.png", "probe_ablation_value_zeroed.png"):
         assert (out / name).stat().st_size > 0
     assert not (out / probe.WORK_DIR).exists()
     # Resume: a run stopped after its checkpoints repeats none of the work.

@@ -25,7 +25,6 @@ import io
 import json
 import resource
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ import torch
 
 from constructions.errors import BadInput
 from constructions.files import write_atomic
+from empirical.host import usage
 
 from . import ablate, extract, families, functional, heads, load, repeated
 from . import texts as probe_texts
@@ -79,25 +79,21 @@ class Measured:
 
 
 class _Phases:
-    """Wall and CPU seconds (all threads of this process) and the peak RSS after each stage."""
+    """``usage.Split``'s wall and CPU seconds per stage, with the peak RSS and the machine's load
+    average at each stage's end (the probe shares its machine; the load says how much)."""
 
     def __init__(self):
-        self.out: dict[str, dict[str, float]] = {}
-        self._mark()
+        self.split, self.extra = usage.Split(), {}
 
-    def _mark(self):
-        self.wall, self.cpu = time.perf_counter(), _cpu_seconds()
+    def phase(self, name: str):
+        return self.split.phase(name)
 
-    def done(self, name: str) -> None:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # KiB on Linux -> GiB
-        self.out[name] = {"wall_s": round(time.perf_counter() - self.wall, 1),
-                          "cpu_s": round(_cpu_seconds() - self.cpu, 1), "peak_rss_gib": round(peak, 2)}
-        self._mark()
+    def mark(self, name: str) -> None:
+        self.extra[name] = {"peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2, 2),
+                            "load_end": usage.load_average()}
 
-
-def _cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    def read(self) -> dict[str, dict[str, float]]:
+        return {name: {**times, **self.extra.get(name, {})} for name, times in self.split.read().items()}
 
 
 def run(config: ProbeConfig, out: Path, bar=None) -> tuple[load.LoadedModel, probe_texts.ProbeSet, Measured]:
@@ -109,27 +105,30 @@ def run(config: ProbeConfig, out: Path, bar=None) -> tuple[load.LoadedModel, pro
     else:
         raw, source = probe_texts.read_texts(config.texts), str(config.texts)
     phases = _Phases()
-    loaded = load.load(config.model, config.device)
-    phases.done("load")
+    with phases.phase("load"):
+        loaded = load.load(config.model, config.device)
+    phases.mark("load")
     probe_set = probe_texts.tokenise(loaded.tokenizer, raw, config.tokens, config.bos, source)
     work = Path(out) / WORK_DIR
     ids = torch.tensor(probe_set.ids, device=config.device)
     torch.manual_seed(0)  # nothing here is random; fixed anyway so that any sampling stays reproducible
-    measured = _measure(loaded.model, ids[:config.bound_texts], config,
-                        work / f"measure-{_key(loaded, probe_set, config.batch, config.solver_iters, config.bound_texts)}",
-                        bar)
-    phases.done("measure (bound texts)")
-    measured.families, measured.repeated = _families(
-        loaded, ids, probe_set.bos, config, work / f"families-{_key(loaded, probe_set, config.family_texts)}", bar)
-    phases.done("input families")
+    with phases.phase("measure"):
+        measured = _measure(loaded.model, ids[:config.bound_texts], config, work / "measure-{}".format(
+            _key(loaded, probe_set, config.batch, config.solver_iters, config.bound_texts)), bar)
+    phases.mark("measure")
+    with phases.phase("families"):
+        measured.families, measured.repeated = _families(
+            loaded, ids, probe_set.bos, config, work / f"families-{_key(loaded, probe_set, config.family_texts)}", bar)
+    phases.mark("families")
     bounded = measured.families["natural"]["gu_alpha0"][..., :config.bound_texts]
     measured.checks["max_gu_alpha0_float32_vs_float64"] = float(np.abs(bounded - measured.per_text["gu_alpha0"]).max())
     if config.ablation_texts > 0:
         key = _key(loaded, probe_set, config.ablation_texts, config.screen_texts)
-        measured.ablation = _ablate(loaded.model, ids[:config.ablation_texts], config.screen_texts,
-                                    work / f"ablate-{key}", bar, measured.checks)
-        phases.done("ablations")
-    measured.phases = phases.out
+        with phases.phase("ablations"):
+            measured.ablation = _ablate(loaded.model, ids[:config.ablation_texts], config.screen_texts,
+                                        work / f"ablate-{key}", bar, measured.checks)
+        phases.mark("ablations")
+    measured.phases = phases.read()
     return loaded, probe_set, measured
 
 

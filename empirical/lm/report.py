@@ -167,6 +167,8 @@ def grids(rows: list[dict[str, Any]], L: int, H: int) -> dict[str, np.ndarray]:
         out["mass"][r["layer"], r["head"]] = r["first_token_mass"]["mean"]
         for kind, a in r.get("ablation", {}).items():
             out.setdefault(kind, np.zeros((L, H)))[r["layer"], r["head"]] = a["loss_change"]
+        for name, f in r.get("families", {}).items():  # Gu's score per family: the family heat maps
+            out.setdefault(f"family_{name}", np.zeros((L, H)))[r["layer"], r["head"]] = f["gu_alpha0_mean"]
     return out
 
 

@@ -97,9 +97,11 @@ def _write(out, config, loaded, probe_set, measured, seconds: float) -> dict:
     summary = report.summary(measured, rows)
     L, H = measured.pairs["mass"].shape[:2]
     name = loaded.provenance["spec"]
-    maps = figures.head_maps(report.grids(rows, L, H), f"{name}: {L} layers x {H} heads, {len(probe_set.ids)} texts")
+    grid = report.grids(rows, L, H)
+    maps = figures.head_maps(grid, f"{name}: {L} layers x {H} heads, {summary['bound_texts']} texts")
     scatter = figures.mass_vs_output(measured.pairs["mass"], measured.pairs["output_norm"],
                                      report.certified(measured.pairs), f"{name}: first-token mass vs head output")
+    extra = figures.result_figures(rows, grid, config.tokens, name)
     versions = {p: metadata.version(p) for p in ("transformers", "gguf", "accelerate", "tokenizers")}
     record = {
         "summary": summary, "headline": report.headline(summary),
@@ -125,6 +127,9 @@ def _write(out, config, loaded, probe_set, measured, seconds: float) -> dict:
     files.write_atomic(paths["pairs"], lambda f: f.write(pairs.getvalue()), mode="wb")
     files.write_atomic(paths["maps"], lambda f: f.write(maps), mode="wb")
     files.write_atomic(paths["scatter"], lambda f: f.write(scatter), mode="wb")
+    for fname, png in extra.items():
+        files.write_atomic(out / fname, lambda f, png=png: f.write(png), mode="wb")
+    paths["extra"] = [out / fname for fname in extra]
     files.write_json(paths["json"], record)
     paths["headline"] = record["headline"]
     return paths
@@ -132,4 +137,4 @@ def _write(out, config, loaded, probe_set, measured, seconds: float) -> dict:
 
 def _lines(paths: dict) -> list[str]:
     return [*paths["headline"], f"results: {paths['json']}", f"pairs: {paths['pairs']}",
-            f"figures: {paths['maps']}, {paths['scatter']}"]
+            "figures: " + ", ".join(str(p) for p in (paths["maps"], paths["scatter"], *paths["extra"]))]
