@@ -38,7 +38,7 @@ from . import extract
 FUNCTIONAL_LOSS_INCREASE = 0.05  # nats per token; see the module docstring
 ABLATIONS = bos_edits.ABLATIONS  # ("removed", "value_zeroed")
 BATCH_TOKENS = 8192  # tokens per batched replay: large enough for efficient matrix products, small in memory
-LOSS_ROWS = 8  # texts per lm_head call: [8, 64, 49152] float64 log-softmax is 200 MB
+LOSS_ENTRIES = 1 << 25  # logits per lm_head call (texts x T x vocab): 256 MB as float64 (SmolLM2: 10 texts of 64)
 
 
 @dataclass
@@ -194,9 +194,11 @@ def replay_hidden(model, clean: CleanRun, start: int, repeat: int = 1) -> torch.
     return hidden
 
 
-def chunked_loss(model, hidden: torch.Tensor, ids: torch.Tensor, rows: int = LOSS_ROWS, normed: bool = False) -> torch.Tensor:
+def chunked_loss(model, hidden: torch.Tensor, ids: torch.Tensor, rows: int | None = None,
+                 normed: bool = False) -> torch.Tensor:
     """``token_loss`` of the final norm (unless ``normed``) and the output layer on ``hidden``
-    [B, T, D], ``rows`` texts at a time so that the [rows, T, vocab] logits stay small."""
+    [B, T, D], ``rows`` texts at a time (default: ``LOSS_ENTRIES`` logits) so the logits stay small."""
+    rows = rows or max(1, LOSS_ENTRIES // (hidden.shape[1] * model.lm_head.out_features))
     norm = (lambda h: h) if normed else model.model.norm
     return torch.cat([token_loss(logits(model, norm(hidden[s:s + rows])), ids[s:s + rows])
                       for s in range(0, len(hidden), rows)])
