@@ -55,3 +55,16 @@ def test_screened_out_heads_are_never_functional_and_evolution_counts_texts():
     ev = functional.evolution(changes, ["a", "b", "c"])
     assert [e["texts"] for e in ev] == [1, 2, 4]
     assert ev[0]["functional"] == ["a", "b"] and ev[1]["functional"] == ["a"] and ev[2]["functional"] == ["a"]
+
+
+def test_sinks_and_dormancy_over_heads():
+    from empirical.lm import report
+
+    def row(mass, norm, dormant, cover, alpha0):
+        return {"first_token_mass": {"mean": mass}, "output_norm": {"mean": norm}, "dormant_fraction": dormant,
+                "bound": {"non_vacuous_fraction": cover}, "gu_alpha0_mean": alpha0}
+
+    rows = [row(0.9, 0.1, 0.8, 0.9, 0.9), row(0.8, 0.2, 0.3, 0.5, 0.8), row(0.1, 2.0, 0.0, 0.1, 0.1)]
+    d = report.sinks_and_dormancy(rows)
+    assert d["sinking_heads"] == 2 and d["sinking_heads_mostly_dormant"] == 0.5
+    assert d["spearman_mass_vs_output_norm"] == -1.0 and d["bound_coverage_on_sinking_heads"] == 0.7

@@ -127,6 +127,7 @@ def summary(measured, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "violations": int((p["bound"] - p["mass"] > bound.VIOLATION_TOL).sum()),
         "checks": measured.checks,
     }
+    out["sinks_and_dormancy"] = sinks_and_dormancy(rows)
     if measured.families is not None:
         out["families"] = {name: families.summary(f) for name, f in measured.families.items()}
         out["families_published"] = {"source": families.PUBLISHED_SOURCE, "figures": families.PUBLISHED}
@@ -146,6 +147,31 @@ def summary(measured, rows: list[dict[str, Any]]) -> dict[str, Any]:
             out[f"largest_loss_change_{kind}"] = {"head": rows[worst]["name"], "loss_change": changes[worst],
                                                   "interval_95": rows[worst]["ablation"][kind]["interval_95"]}
     return out
+
+
+def sinks_and_dormancy(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """T1's question across heads: do the heads that sink abstain (small output) at most queries?
+    Over heads (bound texts): the Spearman rank correlation of mean first-token mass with mean
+    output norm and with the dormant fraction; of the heads whose mean alpha_0 exceeds 0.3, the
+    fraction dormant at most of their pairs (dormant fraction > 0.5), and the SPEC bound's
+    coverage (non-vacuous fraction) on them."""
+    mass = np.array([r["first_token_mass"]["mean"] for r in rows])
+    norm = np.array([r["output_norm"]["mean"] for r in rows])
+    dorm = np.array([r["dormant_fraction"] for r in rows])
+    cover = np.array([r["bound"]["non_vacuous_fraction"] for r in rows])
+    sinking = np.array([r["gu_alpha0_mean"] > 0.3 for r in rows])
+    return {"spearman_mass_vs_output_norm": _spearman(mass, norm), "spearman_mass_vs_dormant_fraction":
+            _spearman(mass, dorm), "sinking_heads": int(sinking.sum()), "heads": len(rows),
+            "sinking_heads_mostly_dormant": float((dorm[sinking] > 0.5).mean()) if sinking.any() else None,
+            "bound_coverage_on_sinking_heads": float(cover[sinking].mean()) if sinking.any() else None,
+            "bound_coverage_on_other_heads": float(cover[~sinking].mean()) if (~sinking).any() else None}
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))  # ranks (ties broken by order)
+    if ra.std() == 0 or rb.std() == 0:
+        return None
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def repeated_summary(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -186,6 +212,12 @@ def headline(s: dict[str, Any]) -> list[str]:
         f"cross-checks: probe vs output_attentions {c['max_probe_vs_output_attentions']:.2g}, recomputed vs probe "
         f"{c['max_recomputed_vs_probe']:.2g}, recomputed vs output_attentions {c['max_recomputed_vs_output_attentions']:.2g}",
     ]
+    d = s.get("sinks_and_dormancy")
+    if d:
+        lines.append(f"sinking heads (mean alpha_0 > 0.3): {d['sinking_heads']} of {d['heads']}; mostly dormant "
+                     f"(> half their pairs): {_fmt(d['sinking_heads_mostly_dormant'])}; SPEC bound coverage on them "
+                     f"{_fmt(d['bound_coverage_on_sinking_heads'])}, on the others {_fmt(d['bound_coverage_on_other_heads'])}; "
+                     f"Spearman(mass, output norm) over heads {_fmt(d['spearman_mass_vs_output_norm'])}")
     if "families" in s:
         f, pub = s["families"], families.PUBLISHED
         lines.append("Sink_1^0.3 by input family (model's float32 weights): " + ", ".join(
