@@ -17,11 +17,15 @@ arguments: mask, rotary embeddings) those layers received in the clean run; a te
 replay without a hook equal to the clean forward.
 
 The loss is the mean next-token cross-entropy over positions 0..T-2 of each text (nats per
-token). A head's sink is **functional** under an ablation when the loss rises by more than
-``FUNCTIONAL_LOSS_INCREASE`` on average over the ablation texts: 0.05 nats per token, a 5 %
-rise in perplexity, which is large for one head of 270 (whole-model differences between
-adjacent model sizes are a few tenths of a nat) and far above float32 rounding of the loss
-(~1e-6). Pinned by ``tests/test_lm_probe.py``.
+token). ``FUNCTIONAL_LOSS_INCREASE``, 0.05 nats per token, is the threshold a head's loss rise
+must clear to call its sink functional: a 5 % rise in perplexity, which is large for one head of
+270 (whole-model differences between adjacent model sizes are a few tenths of a nat) and far
+above float32 rounding of the loss (~1e-6). The verdict over many texts (its bootstrap interval
+above the threshold) is ``functional``'s. Pinned by ``tests/test_lm_probe.py``.
+
+``batched_losses`` runs many (head, ablation) variants of one layer in the batch dimension of one
+replay (the same arithmetic per slice as ``ablated_loss``, which stays as the one-at-a-time
+reference the tests and the run compare it with).
 """
 
 from __future__ import annotations
