@@ -16,7 +16,7 @@ import torch
 
 from constructions.errors import BadInput
 from empirical.training import bos_edits
-from empirical.lm import ablate, heads, load, report
+from empirical.lm import ablate, families, heads, load, report
 
 needs_lm = pytest.mark.skipif(not load.extra_available(), reason=f"optional extra missing: {load.EXTRA_HINT}")
 TOL = 1e-5  # the issue's tolerance for attention read vs transformers' and vs the recomputation
@@ -179,7 +179,7 @@ def test_replay_from_any_layer_is_the_forward():
     x_ids = ids()
     clean = ablate.clean_run(model, x_ids)
     for start in range(3):
-        assert (ablate.replay(model, clean, start) - clean.logits).abs().max().item() <= TOL
+        assert (ablate.replay(model, clean, start) - model(input_ids=x_ids).logits).abs().max().item() <= TOL
 
 
 @needs_lm
@@ -293,8 +293,8 @@ def test_probe_command_end_to_end_and_resume(tmp_path, monkeypatch):
     gen = np.random.default_rng(0)
     texts.write_text("\n".join(" ".join(f"w{i}" for i in gen.integers(2, 48, 12)) for _ in range(5)) + "\n")
     out = tmp_path / "out"
-    args = [str(folder), "--texts", str(texts), "--tokens", "10", "--ablation-texts", "3", "--batch", "2",
-            "--threads", "1", "--out", str(out)]
+    args = [str(folder), "--texts", str(texts), "--tokens", "10", "--ablation-texts", "4", "--screen-texts", "2",
+            "--bound-texts", "3", "--family-texts", "3", "--batch", "2", "--threads", "1", "--out", str(out)]
     assert cli.main(["probe", *args, "--bos"]) == 0
     record = json.loads((out / "probe.json").read_text())
     s = record["summary"]
@@ -302,18 +302,28 @@ def test_probe_command_end_to_end_and_resume(tmp_path, monkeypatch):
     assert max(v for k, v in s["checks"].items() if k.startswith("max_")) <= TOL
     assert len(record["heads"]) == 8 and record["texts"]["bos"] == 1 and record["texts"]["first_tokens"] == ["w1"]
     assert {"removed", "value_zeroed"} <= set(record["heads"][0]["ablation"])
+    assert s["bound_texts"] == 3 and s["ablation_texts"] == 4 and s["ablation_screen_texts"] == 2
+    assert set(s["families"]) == {"natural", "random", "repeated"} and s["families"]["natural"]["sequences"] == 5
+    assert s["repeated_bound"]["violations"] == 0 and s["repeated_bound"]["max_mass_minus_bound"] <= 1e-12
+    assert [e["texts"] for e in s["functional_by_texts_removed"]] == [1, 2, 4]
+    a = record["heads"][0]["ablation"]["removed"]
+    assert a["texts"] in (2, 4) and a["screened_out"] == (a["texts"] == 2)
     assert record["model"]["files"] and record["provenance"]["versions"]["torch"]
-    for name in ("probe_heads.png", "probe_mass_vs_output.png", "pairs.npz"):
+    for name in ("probe_heads.png", "probe_mass_vs_output.png", "pairs.npz", "probe_families.png",
+                 "probe_repeated_bound.png", "probe_ablation_removed.png", "probe_ablation_value_zeroed.png"):
         assert (out / name).stat().st_size > 0
     assert not (out / probe.WORK_DIR).exists()
     # Resume: a run stopped after its checkpoints repeats none of the work.
-    config = probe.ProbeConfig(str(folder), str(texts), 10, False, 3, 2)
+    config = probe.ProbeConfig(str(folder), str(texts), 10, False, 4, 2, bound_texts=3, screen_texts=2, family_texts=3)
     _, _, first = probe.run(config, out)
     monkeypatch.setattr(heads, "layer_quantities", lambda *a, **k: pytest.fail("measured again"))
-    monkeypatch.setattr(ablate, "ablated_loss", lambda *a, **k: pytest.fail("ablated again"))
+    monkeypatch.setattr(ablate, "batched_losses", lambda *a, **k: pytest.fail("ablated again"))
+    monkeypatch.setattr(families, "measure", lambda *a, **k: pytest.fail("families measured again"))
     _, _, again = probe.run(config, out)
     for k in first.pairs:
         assert np.array_equal(first.pairs[k], again.pairs[k])
+    for kind in ablate.ABLATIONS:
+        assert np.array_equal(first.ablation[kind], again.ablation[kind], equal_nan=True)
 
 
 def _cli(*args):

@@ -17,11 +17,15 @@ arguments: mask, rotary embeddings) those layers received in the clean run; a te
 replay without a hook equal to the clean forward.
 
 The loss is the mean next-token cross-entropy over positions 0..T-2 of each text (nats per
-token). A head's sink is **functional** under an ablation when the loss rises by more than
-``FUNCTIONAL_LOSS_INCREASE`` on average over the ablation texts: 0.05 nats per token, a 5 %
-rise in perplexity, which is large for one head of 270 (whole-model differences between
-adjacent model sizes are a few tenths of a nat) and far above float32 rounding of the loss
-(~1e-6). Pinned by ``tests/test_lm_probe.py``.
+token). ``FUNCTIONAL_LOSS_INCREASE``, 0.05 nats per token, is the threshold a head's loss rise
+must clear to call its sink functional: a 5 % rise in perplexity, which is large for one head of
+270 (whole-model differences between adjacent model sizes are a few tenths of a nat) and far
+above float32 rounding of the loss (~1e-6). The verdict over many texts (its bootstrap interval
+above the threshold) is ``functional``'s. Pinned by ``tests/test_lm_probe.py``.
+
+``batched_losses`` runs many (head, ablation) variants of one layer in the batch dimension of one
+replay (the same arithmetic per slice as ``ablated_loss``, which stays as the one-at-a-time
+reference the tests and the run compare it with).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from . import extract
 
 FUNCTIONAL_LOSS_INCREASE = 0.05  # nats per token; see the module docstring
 ABLATIONS = bos_edits.ABLATIONS  # ("removed", "value_zeroed")
+BATCH_TOKENS = 8192  # tokens per batched replay: large enough for efficient matrix products, small in memory
+LOSS_ENTRIES = 1 << 25  # logits per lm_head call (texts x T x vocab): 256 MB as float64 (SmolLM2: 10 texts of 64)
 
 
 @dataclass
@@ -45,7 +51,7 @@ class CleanRun:
 
     calls: list[tuple[tuple, dict]]  # per layer (args, kwargs) as the model called it
     loss: torch.Tensor  # [B], mean next-token loss per text
-    logits: torch.Tensor  # [B, T, V]
+    final: torch.Tensor  # [B, T, D]: the final norm's output, what lm_head reads
 
 
 def token_loss(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -66,23 +72,23 @@ def clean_run(model, ids: torch.Tensor) -> CleanRun:
     handles = [layer.register_forward_pre_hook(keep(i), with_kwargs=True)
                for i, layer in enumerate(extract.layers(model))]
     try:
-        logits = model(input_ids=ids, use_cache=False).logits
+        final = model.model(input_ids=ids, use_cache=False).last_hidden_state
     finally:
         for h in handles:
             h.remove()
-    return CleanRun(calls, token_loss(logits, ids), logits)
+    return CleanRun(calls, chunked_loss(model, final, ids, normed=True), final)
 
 
-@torch.no_grad()
+def logits(model, final: torch.Tensor) -> torch.Tensor:
+    """The model's logits from the final norm's output (with its final soft cap, if it has one)."""
+    out = model.lm_head(final)
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    return out if not cap else torch.tanh(out / cap) * cap
+
+
 def replay(model, clean: CleanRun, start: int) -> torch.Tensor:
     """Logits [B, T, V] from decoder layer ``start`` on, fed what it received in ``clean``."""
-    args, kwargs = clean.calls[start]
-    hidden = args[0] if args else kwargs["hidden_states"]
-    kwargs = {k: v for k, v in kwargs.items() if k != "hidden_states"}
-    for n in range(start, len(extract.layers(model))):
-        out = extract.layers(model)[n](hidden, *args[1:], **kwargs)
-        hidden = out[0] if isinstance(out, tuple) else out
-    return model.lm_head(model.model.norm(hidden))
+    return logits(model, model.model.norm(replay_hidden(model, clean, start)))
 
 
 def head_change(weights: torch.Tensor, values: torch.Tensor, W_h: torch.Tensor, head: int, kv_head: int,
@@ -126,6 +132,80 @@ def ablated_loss(model, clean: CleanRun, ids: torch.Tensor, layer: int, head: in
         for h in handles:
             h.remove()
     return token_loss(logits, ids)
+
+
+@torch.no_grad()
+def batched_losses(model, clean: CleanRun, ids: torch.Tensor, layer: int, variants: list[tuple[int, str]],
+                   geo: extract.Geometry | None = None, max_tokens: int = BATCH_TOKENS) -> torch.Tensor:
+    """Mean next-token loss per text [len(variants), A] with each (head, kind) of ``variants``
+    ablated alone at ``layer``: the variants ride in the batch dimension (variant-major: row
+    v * A + a is variant v on text a), about ``max_tokens`` tokens per replay; the same arithmetic
+    as ``ablated_loss`` on each slice (a test holds the two equal)."""
+    geo = geo or extract.geometry(model)
+    A, T = ids.shape
+    per_replay = max(1, max_tokens // (A * T))
+    out = [_replay_variants(model, clean, ids, layer, variants[s:s + per_replay], geo)
+           for s in range(0, len(variants), per_replay)]
+    return torch.cat(out)
+
+
+def _replay_variants(model, clean: CleanRun, ids: torch.Tensor, layer: int, variants, geo) -> torch.Tensor:
+    attn = extract.layers(model)[layer].self_attn
+    A, V = ids.shape[0], len(variants)
+    seen: dict[str, torch.Tensor] = {}
+
+    def keep_values(module, args, output):
+        seen["v"] = output
+
+    def change_output(module, args, output):
+        out, weights = output[0].clone(), output[1]
+        for n, (head, kind) in enumerate(variants):
+            rows = slice(n * A, (n + 1) * A)
+            W_h = attn.o_proj.weight[:, head * geo.head_dim:(head + 1) * geo.head_dim]
+            out[rows] += head_change(weights[rows], seen["v"][rows], W_h, head, geo.kv_head(head), geo.head_dim, kind)
+        return (out, weights, *output[2:])
+
+    handles = [attn.v_proj.register_forward_hook(keep_values), attn.register_forward_hook(change_output)]
+    try:
+        hidden = replay_hidden(model, clean, layer, repeat=V)
+    finally:
+        for h in handles:
+            h.remove()
+    return chunked_loss(model, hidden, ids.repeat(V, 1)).view(V, A)
+
+
+@torch.no_grad()
+def replay_hidden(model, clean: CleanRun, start: int, repeat: int = 1) -> torch.Tensor:
+    """The last decoder layer's output [repeat * B, T, D] from layer ``start`` on, each layer fed
+    the other arguments it received in ``clean`` (mask and rotary embeddings can differ by layer:
+    Gemma 3's local and global layers), tiled ``repeat`` times along the batch (copy-major)."""
+    args, kwargs = clean.calls[start]
+    hidden = args[0] if args else kwargs["hidden_states"]
+    B = hidden.shape[0]
+
+    def tile(t):  # tensors with the texts' batch dimension; batch-1 ones (positions, shared masks) broadcast
+        if repeat > 1 and torch.is_tensor(t) and t.dim() and t.shape[0] == B:
+            return t.repeat(repeat, *([1] * (t.dim() - 1)))
+        return tuple(tile(u) for u in t) if isinstance(t, tuple) else t
+
+    hidden = tile(hidden)
+    for n in range(start, len(extract.layers(model))):
+        args, kwargs = clean.calls[n]
+        rest = tuple(tile(a) for a in args[1:])
+        kwargs = {k: tile(v) for k, v in kwargs.items() if k != "hidden_states"}
+        out = extract.layers(model)[n](hidden, *rest, **kwargs)
+        hidden = out[0] if isinstance(out, tuple) else out
+    return hidden
+
+
+def chunked_loss(model, hidden: torch.Tensor, ids: torch.Tensor, rows: int | None = None,
+                 normed: bool = False) -> torch.Tensor:
+    """``token_loss`` of the final norm (unless ``normed``) and the output layer on ``hidden``
+    [B, T, D], ``rows`` texts at a time (default: ``LOSS_ENTRIES`` logits) so the logits stay small."""
+    rows = rows or max(1, LOSS_ENTRIES // (hidden.shape[1] * model.lm_head.out_features))
+    norm = (lambda h: h) if normed else model.model.norm
+    return torch.cat([token_loss(logits(model, norm(hidden[s:s + rows])), ids[s:s + rows])
+                      for s in range(0, len(hidden), rows)])
 
 
 def is_functional(loss_change: float) -> bool:

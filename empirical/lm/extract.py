@@ -31,9 +31,9 @@ from .load import head_dim
 
 @dataclass
 class Recording:
-    """One forward pass: per layer the attention input x and the model's weights."""
+    """One forward pass of the decoder (no output layer): per layer the attention input x and the
+    model's weights."""
 
-    logits: torch.Tensor  # [B, T, V]
     inputs: list[torch.Tensor]  # per layer [B, T, D], float32: what q/k/v are computed from
     weights: list[torch.Tensor]  # per layer [B, H, T, T], float32: the eager module's output
     output_attentions: list[torch.Tensor]  # per layer [B, H, T, T]: transformers' own
@@ -57,13 +57,13 @@ def record(model, ids: torch.Tensor) -> Recording:
     handles = [layer.self_attn.register_forward_hook(hook_for(i), with_kwargs=True)
                for i, layer in enumerate(layers(model))]
     try:
-        out = model(input_ids=ids, output_attentions=True, use_cache=False)
+        out = model.model(input_ids=ids, output_attentions=True, use_cache=False)  # the logits are not needed
     finally:
         for h in handles:
             h.remove()
     if any(w is None for w in weights):
         raise BadInput("the model's attention returned no weights (needs attn_implementation='eager')")
-    return Recording(out.logits, inputs, weights, list(out.attentions))
+    return Recording(inputs, weights, list(out.attentions))
 
 
 @dataclass(frozen=True)
@@ -74,26 +74,60 @@ class Geometry:
     scaling: float
     inv_freq: torch.Tensor  # [d_h / 2], float64
     rope_scale: float  # multiplies cos and sin (1 for default RoPE)
+    layer_inv_freq: tuple[torch.Tensor, ...] | None = None  # per layer, where layer types differ (Gemma 3)
+    windows: tuple[int | None, ...] | None = None  # per layer, the sliding window (None: full attention)
 
     def kv_head(self, h: int) -> int:
         """The key/value head query head ``h`` reads (repeat_kv: each kv head serves a block)."""
         return h // (self.heads // self.kv_heads)
+
+    def freq(self, layer: int) -> torch.Tensor:
+        return self.inv_freq if self.layer_inv_freq is None else self.layer_inv_freq[layer]
+
+
+# q_norm / k_norm modules the recomputation knows: the offset added to the weight (Gemma: x (1 + w)).
+QK_NORM_OFFSET = {"Gemma3RMSNorm": 1.0, "Qwen3RMSNorm": 0.0, "LlamaRMSNorm": 0.0}
 
 
 def geometry(model) -> Geometry:
     c = model.config
     dh = head_dim(c)
     params = getattr(c, "rope_parameters", None) or {}
+    attn = layers(model)[0].self_attn
+    types = getattr(c, "layer_types", None)
+    if types and all(t in params for t in set(types)):  # one RoPE per layer type (Gemma 3: local and global)
+        by_type = {t: _default_rope(params[t], dh, t) for t in set(types)}
+        window = getattr(c, "sliding_window", None)
+        return Geometry(c.num_attention_heads, c.num_key_value_heads, dh, float(attn.scaling), by_type[types[0]], 1.0,
+                        tuple(by_type[t] for t in types), tuple(window if "sliding" in t else None for t in types))
     rope_type = params.get("rope_type") or (getattr(c, "rope_scaling", None) or {}).get("rope_type", "default")
     if rope_type == "default":
-        theta = params.get("rope_theta", getattr(c, "rope_theta", None))
-        inv_freq = 1.0 / (float(theta) ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
+        inv_freq = _default_rope({"rope_theta": params.get("rope_theta", getattr(c, "rope_theta", None))}, dh, "")
         scale = 1.0
     else:  # scaled variants (llama3, yarn, ...): the model's own frequencies, not re-derived here
         rotary = model.model.rotary_emb
         inv_freq, scale = rotary.inv_freq.to(torch.float64), float(rotary.attention_scaling)
-    attn = layers(model)[0].self_attn
     return Geometry(c.num_attention_heads, c.num_key_value_heads, dh, float(attn.scaling), inv_freq.cpu(), scale)
+
+
+def _default_rope(params: dict, dh: int, layer_type: str) -> torch.Tensor:
+    if params.get("rope_type", "default") != "default":
+        raise BadInput(f"the recomputation reads default RoPE per layer type, not {params['rope_type']!r} ({layer_type})")
+    return 1.0 / (float(params["rope_theta"]) ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
+
+
+def _qk_norm(attn, name: str, t: torch.Tensor) -> torch.Tensor:
+    """The attention module's per-head RMSNorm of q or k (Gemma 3, Qwen 3), in float64; t as is
+    where the module has none."""
+    norm = getattr(attn, name, None)
+    if norm is None:
+        return t
+    kind = type(norm).__name__
+    if kind not in QK_NORM_OFFSET:
+        raise BadInput(f"the recomputation does not know the {name} module {kind}")
+    w = norm.weight.detach().to(torch.float64) + QK_NORM_OFFSET[kind]
+    eps = getattr(norm, "eps", getattr(norm, "variance_epsilon", 1e-6))
+    return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * w
 
 
 def _rotate(t: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -113,21 +147,36 @@ def recompute(model, layer: int, x: torch.Tensor, geo: Geometry | None = None) -
     """(pattern [B, H, T, T], v [B, H_kv, T, d_h]) of ``layer`` in float64 from its weights and its
     input ``x`` [B, T, D] (positions 0..T-1)."""
     geo = geo or geometry(model)
-    attn = layers(model)[layer].self_attn
-    x = x.to(torch.float64)
-    B, T, _ = x.shape
-    q = _linear64(x, attn.q_proj).view(B, T, geo.heads, geo.head_dim).transpose(1, 2)  # [B, H, T, dh]
-    k = _linear64(x, attn.k_proj).view(B, T, geo.kv_heads, geo.head_dim).transpose(1, 2)  # [B, Hkv, T, dh]
-    v = _linear64(x, attn.v_proj).view(B, T, geo.kv_heads, geo.head_dim).transpose(1, 2)
-    angles = torch.arange(T, dtype=torch.float64).unsqueeze(-1) * geo.inv_freq.to(x.device)  # [T, dh/2]
-    angles = torch.cat([angles, angles], dim=-1)  # [T, dh]
-    cos, sin = angles.cos() * geo.rope_scale, angles.sin() * geo.rope_scale
-    q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+    q, k, v = projections(model, layer, x, geo)
+    T = x.shape[1]
     k = k.repeat_interleave(geo.heads // geo.kv_heads, dim=1)  # [B, H, T, dh]: head h reads kv head h // rep
     scores = (q @ k.transpose(-1, -2)) * geo.scaling  # [B, H, T, T]
     causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
     pattern = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
     return pattern, v
+
+
+@torch.no_grad()
+def projections(model, layer: int, x: torch.Tensor, geo: Geometry | None = None):
+    """(q [B, H, T, d_h], k [B, H_kv, T, d_h], v [B, H_kv, T, d_h]) of ``layer`` in float64 from its
+    input ``x`` [B, T, D], q and k with their rotary embeddings applied (positions 0..T-1)."""
+    geo = geo or geometry(model)
+    attn = layers(model)[layer].self_attn
+    x = x.to(torch.float64)
+    B, T, _ = x.shape
+    window = geo.windows[layer] if geo.windows else None
+    if window is not None and T > window:
+        raise BadInput(f"--tokens {T} exceeds layer {layer}'s sliding window {window}; the recomputation "
+                       "reads full causal attention only")
+    if getattr(attn, "attn_logit_softcapping", None) or getattr(attn, "v_norm", None) is not None:
+        raise BadInput("the recomputation reads no attention soft cap and no value norm")
+    q = _qk_norm(attn, "q_norm", _linear64(x, attn.q_proj).view(B, T, geo.heads, geo.head_dim)).transpose(1, 2)
+    k = _qk_norm(attn, "k_norm", _linear64(x, attn.k_proj).view(B, T, geo.kv_heads, geo.head_dim)).transpose(1, 2)
+    v = _linear64(x, attn.v_proj).view(B, T, geo.kv_heads, geo.head_dim).transpose(1, 2)  # [B, Hkv, T, dh]
+    angles = torch.arange(T, dtype=torch.float64).unsqueeze(-1) * geo.freq(layer).to(x.device)  # [T, dh/2]
+    angles = torch.cat([angles, angles], dim=-1)  # [T, dh]
+    cos, sin = angles.cos() * geo.rope_scale, angles.sin() * geo.rope_scale
+    return _rotate(q, cos, sin), _rotate(k, cos, sin), v
 
 
 def head_images(model, layer: int, v: torch.Tensor, head: int, geo: Geometry | None = None) -> torch.Tensor:

