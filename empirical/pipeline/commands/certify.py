@@ -60,6 +60,7 @@ def _print(label: str, cert: dict, rows: list) -> None:
               f"non-trigger query); (head, query position) pairs certified >= {cert['sink_level']:g}: "
               f"{cert['non_vacuous_query_fraction']:.2f}")
         return
+    print(f"  CPU time {cert['cpu_seconds']:.1f} s")
     print("  " + " | ".join(COLUMNS))
     for r in rows:
         print("  " + " | ".join(_fmt(v) for v in r))
