@@ -20,8 +20,10 @@ error's curvature in q is small (``trigger_grid.curvature``): the bound over the
 multilinear interpolation of the point bounds plus a remainder at the midpoints
 (``trigger_grid.bound_over``); while that is above the target the points it averages there are
 refined further, and where every point is below the target but the bound is not, the coordinate
-the remainder comes from is cut finer (``Row.halve``). If the remainders still decide, the row
-starts again fitted at the box's centre (``row_bound``).
+the remainder comes from is cut finer (``Row.halve``). If the remainders still decide, every point
+is screened again fitted at the box's centre and keeps the smaller of its bounds (``row_bound``).
+A row is refined only down to the larger of the target and the largest row figure at its position,
+a position only down to the largest position figure so far (``position_bound``, ``trigger_parts``).
 """
 
 from __future__ import annotations
