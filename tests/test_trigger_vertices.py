@@ -282,29 +282,3 @@ def test_the_benchmark_resumes_without_recomputing(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "_head", never)
     assert bench.main(args) == 0
     assert json.loads(out.read_text()) == first
-
-
-def test_a_row_left_above_its_target_is_bounded_again_towards_the_fallback(monkeypatch):
-    """position_bound: a row whose figure ends above its target (here every row ends 0.01 above
-    whatever it aims at) is bounded again towards the fallback and keeps the smaller figure; without
-    a fallback, or when the row meets its target, once."""
-    calls = []
-
-    def fake(P, r, s, start, target, scale=None):
-        calls.append(target)
-        return {"bound": target + 0.01, "coordinate": r, "sign": s}
-
-    monkeypatch.setattr(tv, "row_bound", fake)
-    h = heads.head_maps(sink_head())
-    top = max(error.trigger_bound_rows(h, 3, -np.ones(h.n), np.ones(h.n), error.whole_box_ranges(h)).values())
-    target, fallback = 0.5 * top, 0.25 * top
-    out = tv.position_bound(h, 3, np.zeros(h.n), target, fallback=fallback)
-    assert calls[:2] == [target, fallback] and out["rows"][0]["fallback"] and out["rows"][0]["bound"] == fallback + 0.01
-    calls.clear()
-    out = tv.position_bound(h, 3, np.zeros(h.n), target)
-    assert calls[0] == target and "fallback" not in out["rows"][0] and out["rows"][0]["bound"] == target + 0.01
-    monkeypatch.setattr(tv, "row_bound", lambda P, r, s, start, target, scale=None: calls.append(target) or
-                        {"bound": target - 0.01, "coordinate": r, "sign": s})
-    calls.clear()
-    tv.position_bound(h, 3, np.zeros(h.n), target, fallback=fallback)
-    assert fallback not in calls  # met: no second bound
