@@ -175,15 +175,10 @@ HALVING_GAIN = 0.1  # ... while each cut takes at least this share of the excess
 HOT_POINTS = 2048  # points refined per grid round (the largest of those its entries above the target average)
 
 
-def position_bound(h: heads.Head, j: int, start, target: float, ranges: dict | None = None,
-                   fallback: float | None = None) -> dict[str, Any]:
+def position_bound(h: heads.Head, j: int, start, target: float, ranges: dict | None = None) -> dict[str, Any]:
     """Certified bound on the max-abs error at trigger position j over EVERY input: rows in order
     of their box relaxation (``error.trigger_bound_rows`` over the whole box), each taking the
-    smaller of that and ``row_bound``, while the box bound exceeds ``target`` and the largest figure.
-    A row that ends above its target is bounded again towards the stricter ``fallback`` (if given)
-    and keeps the smaller figure: refined only to the target its points sit just below it, and the
-    midpoint remainders between them leave the figure above it (reference seed 3: 1.13 against
-    the 1.09 that refining towards the fallback reached)."""
+    smaller of that and ``row_bound``, while the box bound exceeds ``target`` and the largest figure."""
     P = Position(h, j, ranges)
     box = error.trigger_bound_rows(h, j, -np.ones(h.n), np.ones(h.n), P.ranges)  # per (coordinate, sign)
     best, out = -np.inf, []
@@ -193,11 +188,7 @@ def position_bound(h: heads.Head, j: int, start, target: float, ranges: dict | N
             break
         # the position's figure is the largest row's: refining a row below the largest figure so far
         # gains nothing (any target gives a valid bound); the grid's pieces keep the caller's target's scale
-        scale = target if target > 0 else box[(r, s)]
-        row = row_bound(P, r, s, start, max(target, best), scale)
-        if fallback is not None and row["bound"] > max(target, best) > fallback:
-            again = row_bound(P, r, s, start, max(fallback, best), scale)
-            row = {**again, "fallback": True} if again["bound"] < row["bound"] else {**row, "fallback": False}
+        row = row_bound(P, r, s, start, max(target, best), target if target > 0 else box[(r, s)])
         row["box"] = box[(r, s)]
         out.append(row)
         best = max(best, min(row["bound"], box[(r, s)]))
@@ -215,23 +206,20 @@ def trigger_parts(h: heads.Head, L: int, parts: dict[str, float], found=None, ra
     it; the figures are what they are). Positions go in order of their box part, and each is
     refined only down to the larger of the target and the largest position figure so far (eta_up
     is the largest part: below that nothing is gained). ``found``: the witness search's result, if
-    run already. A row left above the goal is bounded again towards the target without the goal
-    (``position_bound``'s ``fallback``). Returns the target, the goal, the fixed-query figure and
-    per position j ``position_bound``'s record."""
+    run already. Returns the target, the goal, the fixed-query figure and per position j
+    ``position_bound``'s record."""
     starts = trigger_starts(h, L, found)
     floor = max((v for k, v in parts.items() if not k.startswith("trigger ")), default=0.0)
     best_j = max(starts, key=lambda j: starts[j][1]) if starts else None
     anchor = td.fixed_query_bound(h, best_j, starts[best_j][0])["bound"] if best_j is not None else 0.0
-    strict = max(floor, anchor * (1 + TARGET_SLACK))  # what the witness's own slice allows
-    target = max(strict, goal * (1 - GOAL_MARGIN) if goal is not None else -np.inf)
+    target = max(floor, anchor * (1 + TARGET_SLACK), goal * (1 - GOAL_MARGIN) if goal is not None else -np.inf)
     default = starts[best_j][0] if best_j is not None else np.zeros(h.n)
     ranges = ranges or error.whole_box_ranges(h)
     positions = sorted((int(k.split()[1]) for k in parts if k.startswith("trigger ")), key=lambda j: -parts[f"trigger {j}"])
     out, reached = {}, -np.inf
     for j in positions:
         if parts[f"trigger {j}"] > max(target, reached):
-            out[j] = position_bound(h, j, starts.get(j, (default, 0.0))[0], max(target, reached), ranges,
-                                    strict if strict < target else None)
+            out[j] = position_bound(h, j, starts.get(j, (default, 0.0))[0], max(target, reached), ranges)
             reached = max(reached, min(out[j]["bound"], parts[f"trigger {j}"]))
     return {"target": target, "goal": goal, "anchor": anchor, "anchor_trigger": best_j, "positions": out}
 
