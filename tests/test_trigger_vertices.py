@@ -52,9 +52,10 @@ def test_row_bounds_hold_over_every_trigger_content(d, j, seed, scale):
 def test_the_centre_refit_keeps_each_points_smaller_bound_where_only_the_remainders_are_above(monkeypatch):
     """row_bound fits again at the grid point nearest the centre when the figure is above the target
     and every point below it (here forced: a grid bound that adds REMAINDER above the largest point),
-    and each point keeps the smaller of its two bounds (the row is not rebuilt): the figure and the
-    largest point are at most either fit's alone; no refit when a point is above the target, nor
-    when the target is met."""
+    and each point keeps the smaller of its two bounds: the figure and the largest point are at most
+    either fit's alone; where the figure is still above the target the row is built again at the
+    centre (and the smaller figure kept); no refit when a point is above the target, nor when the
+    target is met."""
     REMAINDER = 0.5
     real = trigger_grid.bound_over
 
@@ -76,7 +77,9 @@ def test_the_centre_refit_keeps_each_points_smaller_bound_where_only_the_remaind
     assert only["fitted_at"] == "start" and only["bound"] > target >= only["largest_point"]
     fits.clear()
     both = tv.row_bound(P, row.r, 1, start, target)
-    assert both["fitted_at"] == "start and centre" and fits == [(False, 0), (False, tv.REF_SPLITS), (True, 0), (True, tv.REF_SPLITS)]
+    assert both["fitted_at"] == "start and centre"
+    assert fits[:4] == [(False, 0), (False, tv.REF_SPLITS), (True, 0), (True, tv.REF_SPLITS)]
+    assert both["bound"] <= target and fits[4:] == []  # met: the row is not built again
     fits.clear()
     at_centre = tv.fitted_bound(P, row.r, 1, np.zeros(P.n), target)  # the centre's fit alone
     assert fits == [(True, 0), (True, tv.REF_SPLITS)]
@@ -86,6 +89,33 @@ def test_the_centre_refit_keeps_each_points_smaller_bound_where_only_the_remaind
     fits.clear()
     assert tv.row_bound(P, row.r, 1, start, -np.inf)["fitted_at"] == "start"  # every point above
     assert tv.row_bound(P, row.r, 1, start, only["bound"] + 1)["fitted_at"] == "start"  # met already
+
+
+def test_the_row_is_built_again_at_the_centre_only_where_the_kept_bounds_leave_it_above(monkeypatch):
+    """row_bound: when the merged refit (fitted_bound with centre) still leaves the figure above the
+    target with every point below it, the row is built again fitted at the centre and the smaller
+    figure stands; not when a point is above the target nor when the target is met."""
+    calls = []
+
+    def fake(records):
+        def fitted_bound(P, r, s, start, target, scale=None, centre=False):
+            calls.append("merged" if centre else "rebuilt")
+            return dict(records[calls[-1]])
+        return fitted_bound
+
+    P = type("P", (), {"n": 2})()
+    monkeypatch.setattr(tv, "fitted_bound", fake({"merged": {"bound": 2.0, "largest_point": 0.5},
+                                                  "rebuilt": {"bound": 1.0, "largest_point": 0.4}}))
+    out = tv.row_bound(P, 0, 1, np.ones(2), 1.5)
+    assert (out["bound"], out["fitted_at"], calls) == (1.0, "centre, rebuilt", ["merged", "rebuilt"])
+    calls.clear()
+    assert tv.row_bound(P, 0, 1, np.ones(2), 0.45)["bound"] == 2.0 and calls == ["merged"]  # a point above
+    calls.clear()
+    assert tv.row_bound(P, 0, 1, np.ones(2), 2.5)["bound"] == 2.0 and calls == ["merged"]  # met already
+    monkeypatch.setattr(tv, "fitted_bound", fake({"merged": {"bound": 2.0, "largest_point": 0.5},
+                                                  "rebuilt": {"bound": 3.0, "largest_point": 0.4}}))
+    calls.clear()
+    assert tv.row_bound(P, 0, 1, np.ones(2), 1.5)["bound"] == 2.0 and calls == ["merged", "rebuilt"]  # the smaller
 
 
 def _matrix(a):
