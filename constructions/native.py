@@ -42,6 +42,18 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def vector_width() -> str:
+    """The widest SIMD the CPU reports (/proc/cpuinfo's flags): AVX-512, AVX2, AVX, SSE2 or unknown,
+    beside every CPU-time figure, so the figures compare across hosts."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.lower().startswith("flags")), [])
+    except OSError:
+        flags = []
+    widths = (("avx512f", "AVX-512 (512 bit)"), ("avx2", "AVX2 (256 bit)"), ("avx", "AVX (256 bit)"), ("sse2", "SSE2 (128 bit)"))
+    return next((name for flag, name in widths if flag in flags), "unknown")
+
+
 def compiler(language: str = "c++") -> str | None:
     env, *names = COMPILERS[language]
     return os.environ.get(env) or next((p for p in map(shutil.which, names) if p), None)

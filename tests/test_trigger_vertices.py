@@ -49,30 +49,73 @@ def test_row_bounds_hold_over_every_trigger_content(d, j, seed, scale):
             assert tv.row_bound(P, r, s, start, target)["bound"] >= brute[i, r]
 
 
-def test_the_centre_refit_is_taken_where_only_the_remainders_are_above_the_target(monkeypatch):
-    """row_bound fits again at the centre when the figure is above the target and every point below
-    it, and keeps the smaller figure; not when a point is above the target."""
+def test_the_centre_refit_keeps_each_points_smaller_bound_where_only_the_remainders_are_above(monkeypatch):
+    """row_bound fits again at the grid point nearest the centre when the figure is above the target
+    and every point below it (here forced: a grid bound that adds REMAINDER above the largest point),
+    and each point keeps the smaller of its two bounds: the figure and the largest point are at most
+    either fit's alone; where the figure is still above the target the row is built again at the
+    centre (and the smaller figure kept); no refit when a point is above the target, nor when the
+    target is met."""
+    REMAINDER = 0.5
+    real = trigger_grid.bound_over
+
+    def forced(values, widths, kappa, target, leaf=2 ** 14):
+        figure, hot, where = real(values, widths, kappa, target, leaf)
+        return float(values.max()) + REMAINDER, hot, tuple(2 * np.array(np.unravel_index(int(values.argmax()), values.shape)))
+
+    monkeypatch.setattr(trigger_grid, "bound_over", forced)
+    fits = []
+    fit = tp.Row.fit
+    central = lambda self, p: bool(np.abs(self.pts[p]).sum() == np.abs(self.pts).sum(axis=1).min())  # noqa: E731
+    monkeypatch.setattr(tp.Row, "fit", lambda self, p, splits: fits.append((central(self, p), splits)) or fit(self, p, splits))
+    P, row = position_and_row(d=5, j=3, seed=1, scale=0.3, r=task.CONTENT_START, s=1)
+    start = np.ones(P.n)
+    alone = tv.fitted_bound(P, row.r, 1, start, np.inf)  # start only, every point at its first (screened) bound
+    target = alone["largest_point"] + REMAINDER / 2  # every point below, the figure above
+    fits.clear()
+    only = tv.fitted_bound(P, row.r, 1, start, target)
+    assert only["fitted_at"] == "start" and only["bound"] > target >= only["largest_point"]
+    fits.clear()
+    both = tv.row_bound(P, row.r, 1, start, target)
+    assert both["fitted_at"] == "start and centre"
+    assert fits[:4] == [(False, 0), (False, tv.REF_SPLITS), (True, 0), (True, tv.REF_SPLITS)]
+    assert both["bound"] <= target and fits[4:] == []  # met: the row is not built again
+    fits.clear()
+    at_centre = tv.fitted_bound(P, row.r, 1, np.zeros(P.n), target)  # the centre's fit alone
+    assert fits == [(True, 0), (True, tv.REF_SPLITS)]
+    # each point the smaller of its two bounds: at most either fit's figure and largest point
+    assert both["largest_point"] <= min(only["largest_point"], at_centre["largest_point"])
+    assert both["bound"] <= min(only["bound"], at_centre["bound"])
+    fits.clear()
+    assert tv.row_bound(P, row.r, 1, start, -np.inf)["fitted_at"] == "start"  # every point above
+    assert tv.row_bound(P, row.r, 1, start, only["bound"] + 1)["fitted_at"] == "start"  # met already
+
+
+def test_the_row_is_built_again_at_the_centre_only_where_the_kept_bounds_leave_it_above(monkeypatch):
+    """row_bound: when the merged refit (fitted_bound with centre) still leaves the figure above the
+    target with every point below it, the row is built again fitted at the centre and the smaller
+    figure stands; not when a point is above the target nor when the target is met."""
     calls = []
 
     def fake(records):
-        def fitted_bound(P, r, s, start, target, scale=None):
-            calls.append("centre" if not np.any(start) else "start")
+        def fitted_bound(P, r, s, start, target, scale=None, centre=False):
+            calls.append("merged" if centre else "rebuilt")
             return dict(records[calls[-1]])
         return fitted_bound
 
     P = type("P", (), {"n": 2})()
-    monkeypatch.setattr(tv, "fitted_bound", fake({"start": {"bound": 2.0, "largest_point": 0.5},
-                                                  "centre": {"bound": 1.0, "largest_point": 0.4}}))
+    monkeypatch.setattr(tv, "fitted_bound", fake({"merged": {"bound": 2.0, "largest_point": 0.5},
+                                                  "rebuilt": {"bound": 1.0, "largest_point": 0.4}}))
     out = tv.row_bound(P, 0, 1, np.ones(2), 1.5)
-    assert (out["bound"], out["fitted_at"], calls) == (1.0, "centre", ["start", "centre"])
+    assert (out["bound"], out["fitted_at"], calls) == (1.0, "centre, rebuilt", ["merged", "rebuilt"])
     calls.clear()
-    assert tv.row_bound(P, 0, 1, np.ones(2), 0.45)["fitted_at"] == "start" and calls == ["start"]  # a point above
+    assert tv.row_bound(P, 0, 1, np.ones(2), 0.45)["bound"] == 2.0 and calls == ["merged"]  # a point above
     calls.clear()
-    assert tv.row_bound(P, 0, 1, np.ones(2), 2.5)["bound"] == 2.0 and calls == ["start"]  # met already
-    monkeypatch.setattr(tv, "fitted_bound", fake({"start": {"bound": 2.0, "largest_point": 0.5},
-                                                  "centre": {"bound": 3.0, "largest_point": 0.4}}))
+    assert tv.row_bound(P, 0, 1, np.ones(2), 2.5)["bound"] == 2.0 and calls == ["merged"]  # met already
+    monkeypatch.setattr(tv, "fitted_bound", fake({"merged": {"bound": 2.0, "largest_point": 0.5},
+                                                  "rebuilt": {"bound": 3.0, "largest_point": 0.4}}))
     calls.clear()
-    assert tv.row_bound(P, 0, 1, np.ones(2), 1.5)["bound"] == 2.0 and calls == ["start", "centre"]  # the smaller
+    assert tv.row_bound(P, 0, 1, np.ones(2), 1.5)["bound"] == 2.0 and calls == ["merged", "rebuilt"]  # the smaller
 
 
 def _matrix(a):

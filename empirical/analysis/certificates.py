@@ -22,12 +22,16 @@ def is_single_head(net) -> bool:
     return len(net.layers) == 1 and net.layers[0].heads == 1 and not net.residual
 
 
-def certify_network(net, L: int, vertex: bool = True) -> dict[str, Any]:
+def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None = None) -> dict[str, Any]:
     """Every certificate that applies to ``net`` (pure mathematics; no torch); ``vertex``: eta_up at
-    the trigger tightened by the bound over every trigger content (``proofs.certify.eta``)."""
+    the trigger tightened by the bound over every trigger content (``proofs.certify.eta``), refined
+    until eta_up / eta_lo is at most ``target_ratio`` (None: ``eta.TARGET_RATIO``)."""
     from proofs.certify import eta, heads, sink, stack, t1
 
-    start = time.perf_counter()
+    target_ratio = eta.TARGET_RATIO if target_ratio is None else target_ratio
+    eta.check_target_ratio(target_ratio)
+
+    start, cpu = time.perf_counter(), time.process_time()
     if net.kind == "relu" and is_single_head(net):
         from proofs.certify import free
 
@@ -42,20 +46,20 @@ def certify_network(net, L: int, vertex: bool = True) -> dict[str, Any]:
         return {"type": "stack", **out}
     cert = sink.certify_head(net, L)
     h = heads.head_maps(net)
-    bracket = eta.bracket(net, h, L, cert["queries"], vertex)
+    bracket = eta.bracket(net, h, L, cert["queries"], vertex, target_ratio)
     out = {"type": "single head", **cert, "eta": bracket}
     out["t1"] = t1.table(cert["queries"], bracket["eta_up"], L) if net.kind == "softmax" else None
-    out["seconds"] = time.perf_counter() - start
+    out["seconds"], out["cpu_seconds"] = time.perf_counter() - start, time.process_time() - cpu
     return out
 
 
-def certify_networks(nets: list, L: int, workers: int = 1) -> list[dict[str, Any]]:
+def certify_networks(nets: list, L: int, workers: int = 1, target_ratio: float | None = None) -> list[dict[str, Any]]:
     """``certify_network`` of each of ``nets``, in order, on up to ``workers`` processes (each one
     thread): the certificates are independent and pure, so the results equal the serial ones and
     only the wall time changes (the training part's 4 x 4 stacks take ~190 s CPU each)."""
     workers = max(1, min(workers, len(nets)))
     if workers == 1:
-        return [certify_network(net, L) for net in nets]
+        return [certify_network(net, L, target_ratio=target_ratio) for net in nets]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -63,7 +67,7 @@ def certify_networks(nets: list, L: int, workers: int = 1) -> list[dict[str, Any
 
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=limit_threads, initargs=(1,)) as pool:
-        return list(pool.map(certify_network, nets, [L] * len(nets)))
+        return list(pool.map(certify_network, nets, [L] * len(nets), [True] * len(nets), [target_ratio] * len(nets)))
 
 
 def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int | None = None) -> dict[str, Any]:

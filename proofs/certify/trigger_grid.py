@@ -34,6 +34,7 @@ add nothing: the remainder only counts where the point bounds are flat.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def grid_values(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray) -> np
     grid = values.astype(float)
     for axis in reversed(range(len(widths))):  # the last axes while the grid is small: their strides are short
         w, k = widths[axis], kappa[axis]
-        pre, size, post = int(np.prod(grid.shape[:axis])), grid.shape[axis], int(np.prod(grid.shape[axis + 1:]))
+        pre, size, post = math.prod(grid.shape[:axis]), grid.shape[axis], math.prod(grid.shape[axis + 1:])  # ints: not np.prod's overhead
         ends = grid.reshape(pre, size, post)
         out = np.empty((pre, 2 * size - 1, post))
         out[:, 0::2] = ends
@@ -142,15 +143,22 @@ def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target
             if float(grid[top]) + room > state["figure"]:  # its refined-grid index: 2 i an end, 2 i + 1 a middle
                 state["where"] = tuple(2 * c[0] + (len(c) - 1) for c in path) + tuple(int(t) for t in top)
             state["figure"] = max(state["figure"], float(grid[top]) + room)
-            over = np.argwhere(grid > target - room)
+            over = np.argwhere(grid > target - room) if float(grid[top]) > target - room else np.zeros((0, grid.ndim), dtype=int)
             for w in over[np.argsort(-grid[tuple(over.T)])[:HOT_ENTRIES]]:
                 state["hot"].append((float(grid[tuple(w)]), path + [(g // 2,) if g % 2 == 0 else (g // 2, g // 2 + 1) for g in w]))
             return
         L = U.shape[0]
-        children = [(U[i], base, [(i,)]) for i in range(L)]
-        children += [((U[i] + U[i + 1]) / 2, base + adds[k], [(i, i + 1)]) for i in range(L - 1)]
-        for A, b, c in sorted(children, key=lambda t: -(t[1] + float(t[0].max()))):
-            visit(A, b, k + 1, path + c)
+        # each child's largest entry is at most its slab's largest (an end) or the mean of its two slabs'
+        # largest plus the term (a middle; rounding is monotone): children are ordered and skipped by
+        # that without forming the middles' arrays first
+        top = U.reshape(L, -1).max(axis=1)
+        children = [(base + float(top[i]), base, (i,)) for i in range(L)]
+        children += [(base + adds[k] + float((top[i] + top[i + 1]) / 2), base + adds[k], (i, i + 1)) for i in range(L - 1)]
+        for ub, b, c in sorted(children, key=lambda t: -t[0]):
+            if ub + tail[k + 1] + room <= max(target, state["figure"]):  # so is every later child's
+                state["figure"] = max(state["figure"], ub + tail[k + 1] + room)
+                break
+            visit(U[c[0]] if len(c) == 1 else (U[c[0]] + U[c[1]]) / 2, b, k + 1, path + [c])
 
     visit(values.astype(float), 0.0, 0, [])
     hot = []

@@ -28,8 +28,6 @@ where they can (``native``).
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from constructions import task
@@ -61,7 +59,7 @@ class Position:
         self.C, self.N, self.b = C, h.M[np.ix_(C, C)], h.M[task.TRIGGER_FLAG, C]
         spread = np.abs(self.b) + np.abs(self.N).sum(axis=0)  # |beta_i(q)| <= spread_i on the box
         self.eps = float(4 * (n + 3) * u * spread.sum())  # M's rounding and beta's formation, per point
-        vertices = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
+        vertices = grid_points([np.array([-1.0, 1.0])] * n)
         # ||beta(q)||_1 is convex in q: its maximum over the box is at a vertex
         self.U = float(np.abs(self.b + vertices @ self.N).sum(axis=1).max() * (1 + 4 * n * u) + self.eps)
         ex = error._trigger_exponents(h)
@@ -91,6 +89,12 @@ class Position:
             value = E.a + pts @ E.p + ((pts @ E.S) * pts).sum(axis=1)
             out[name] = (np.exp(value - E.slack()) * (1 - EXP_MARGIN), np.exp(value + E.slack()) * (1 + EXP_MARGIN))
         return out
+
+
+def grid_points(levels: list[np.ndarray]) -> np.ndarray:
+    """Every combination of the coordinates' levels [points, n], the last coordinate fastest (the
+    order of ``itertools.product(*levels)``, built without a Python tuple per point)."""
+    return np.stack(np.meshgrid(*levels, indexing="ij"), axis=-1).reshape(-1, len(levels))
 
 
 def pieces(kappa: np.ndarray, scale: float) -> list[int]:
@@ -128,7 +132,7 @@ class Row:
         self.levels = levels
         self.shape = [len(lv) for lv in levels]
         self.widths = np.array([lv[1] - lv[0] for lv in levels])
-        self.pts = np.array(list(itertools.product(*levels)))  # [points, n], the last coordinate fastest
+        self.pts = grid_points(levels)  # [points, n], the last coordinate fastest
         self.beta = P.b + self.pts @ P.N  # [points, n]: beta(q) = b + N^T q
         self.betaT = np.ascontiguousarray(self.beta.T)  # [n, points]
         self.w = P.weights(self.pts)

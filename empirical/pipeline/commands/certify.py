@@ -35,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--coq", action="store_true",
                    help="also check each single-layer softmax head's minimum BOS mass in Coq "
                         "(proofs/coq/certificate; needs coqc and the Interval library, else 'not run')")
+    p.add_argument("--target-ratio", type=float, default=None,
+                   help="refine eta_up until eta_up / eta_lo is at most this (>= 1; default 1.1): a smaller "
+                        "target is tighter and costs more; the output says whether it was met")
     p.add_argument("--out", default="results/certify", help="folder for certify.json and certify.png")
     p.set_defaults(run=run)
 
@@ -62,6 +65,7 @@ def _print(label: str, cert: dict, rows: list) -> None:
               f"non-trigger query); (head, query position) pairs certified >= {cert['sink_level']:g}: "
               f"{cert['non_vacuous_query_fraction']:.2f}")
         return
+    print(f"  CPU time {cert['cpu_seconds']:.1f} s")
     print("  " + " | ".join(COLUMNS))
     for r in rows:
         print("  " + " | ".join(_fmt(v) for v in r))
@@ -73,12 +77,19 @@ def _print(label: str, cert: dict, rows: list) -> None:
           f"(largest gap {cert['largest_gap']:.2g})")
     e = cert["eta"]
     print(f"  eta_up {e['eta_up']:.6g} ({e['attained_by']}), eta_lo {e['eta_lo']:.6g} (replayed witness, trigger "
-          f"{e['trigger']}), ratio {_fmt(e['ratio'], 3)}")
+          f"{e['trigger']}), ratio {_fmt(e['ratio'], 3)}{_target(e)}")
     if cert.get("t1"):
         b = cert["t1"]["bounds"]
         print(f"  T1 at eta_up: (a) {'applies' if b['pre_applies'] else 'does not apply'} (eta <= 1/12) bound "
               f"{_fmt(b['pre_bound'])}; (b) {'applies' if b['all_applies'] else 'does not apply'} (eta <= 1/120) "
               f"bound {_fmt(b['all_bound'])}; overall: {cert['t1']['overall']}")
+
+
+def _target(e: dict) -> str:
+    if e.get("target_met") is None:
+        return ""
+    met = "met" if e["target_met"] else "NOT met (eta_up is still a valid bound, only looser than asked)"
+    return f"; target ratio {e['target_ratio']:g} {met}"
 
 
 def resolve_length(asked: int | None, loaded) -> dict:
@@ -127,9 +138,13 @@ def run(args: argparse.Namespace) -> int:
     from constructions.errors import BadInput
     from empirical.analysis import certificates
     from empirical import weights
+    from proofs.certify import eta
 
     if args.L is not None and args.L < 4:
         raise BadInput(f"--L must be >= 4, got {args.L}")
+    target_ratio = eta.TARGET_RATIO if args.target_ratio is None else args.target_ratio
+    if not target_ratio >= 1:  # eta_up >= eta_lo always: a target below 1 cannot be met (NaN refused too)
+        raise BadInput(f"--target-ratio must be >= 1 (eta_up / eta_lo), got {args.target_ratio}")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out} is a file, not a folder")
@@ -138,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     L = length["L"]
     results = []
     for item in loaded:
-        cert = certificates.certify_network(item.network, L)
+        cert = certificates.certify_network(item.network, L, target_ratio=target_ratio)
         measured = None if args.no_measure else certificates.measure(item.network, L)
         rows = (certificates.comparison_rows(cert, measured) if cert["type"] == "single head"
                 else certificates.stack_rows(cert, measured) if cert["type"] == "stack" else [])
@@ -151,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
     record = {"weights": str(args.weights), "length": length, "results": results, "columns": certificates.COLUMNS,
               "provenance": files.provenance({"weights": str(args.weights), "L": args.L, "kind": args.kind,
                                               "seeds": args.seeds, "measure": not args.no_measure,
-                                              "coq": args.coq}, args.seeds)}
+                                              "coq": args.coq, "target_ratio": target_ratio}, args.seeds),
+              "target_ratio": target_ratio}
     figure = certificates.heat_map(results, out / "certify.png")
     path = files.write_json(out / "certify.json", record)
     print(f"certificate: {path}\nfigure: {figure}")
