@@ -61,10 +61,12 @@ def test_jobs_table_says_not_recorded_for_old_records():
 
 
 def test_the_vector_width_is_the_widest_flag_the_cpu_names():
-    assert usage.cpu_vector_bits({"sse2", "avx", "avx2", "avx512f"}) == 512
-    assert usage.cpu_vector_bits({"sse2", "avx", "avx2"}) == 256
-    assert usage.cpu_vector_bits({"fpu", "sse2"}) == 128
-    assert usage.cpu_vector_bits({"fpu"}) is None
+    from constructions import native
+
+    assert native.vector_width({"sse2", "avx", "avx2", "avx512f"}) == "AVX-512 (512 bit)"
+    assert native.vector_width({"sse2", "avx", "avx2"}) == "AVX2 (256 bit)"
+    assert native.widest_vector({"fpu", "sse2"}) == ("SSE2", 128)
+    assert native.vector_width({"fpu"}) == "unknown"
 
 
 def test_the_machine_record_names_its_vector_width_and_what_the_process_was_told(monkeypatch):
@@ -77,5 +79,5 @@ def test_the_machine_record_names_its_vector_width_and_what_the_process_was_told
     assert host["vector"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     line = usage.describe_machine(host)
     assert host["cpu"] in line and "kernel flags: -mno-avx512f" in line and "MKL: AVX2" in line
-    bits = host["vector"]["cpu_vector_bits"]
-    assert (f"{bits}-bit vectors" in line) if bits else ("vector width unknown" in line)
+    name = host["vector"]["cpu_vector"]
+    assert (name in line) if name != "unknown" else ("vector width unknown" in line)

@@ -33,6 +33,8 @@ import time
 from typing import Any
 
 from constructions.native import cpu_model  # noqa: F401  (the host's CPU, in every timing record)
+from constructions.native import vector_width as vector_width_name
+from constructions.native import widest_vector
 
 LOAD_EVERY_S = 10.0
 
@@ -104,24 +106,6 @@ class Meter:
         }
 
 
-VECTOR_FLAGS = (("avx512f", 512), ("avx2", 256), ("avx", 256), ("sse2", 128), ("asimd", 128))
-
-
-def cpu_vector_bits(flags: set[str] | None = None) -> int | None:
-    """The widest SIMD registers the CPU offers (from /proc/cpuinfo's flags; None if unknown)."""
-    if flags is None:
-        flags = set()
-        try:
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    if line.lower().startswith(("flags", "features")):
-                        flags = set(line.split(":", 1)[1].split())
-                        break
-        except OSError:
-            return None
-    return next((bits for name, bits in VECTOR_FLAGS if name in flags), None)
-
-
 def vector_width() -> dict[str, Any]:
     """The CPU's vector width and what this process was told to use of it: torch's dispatch
     (``ATEN_CPU_CAPABILITY``, read from torch only when torch is already imported, so that the
@@ -136,7 +120,9 @@ def vector_width() -> dict[str, Any]:
             capability = torch.backends.cpu.get_cpu_capability()
         except Exception:  # an old or stripped torch build: say nothing rather than guess
             capability = None
-    return {"cpu_vector_bits": cpu_vector_bits(), "torch_cpu_capability": capability,
+    widest = widest_vector()
+    return {"cpu_vector": vector_width_name(), "cpu_vector_bits": widest[1] if widest else None,
+            "torch_cpu_capability": capability,
             "mkl_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS"),
             "kernel_flags": os.environ.get("SINKS_KERNEL_FLAGS")}
 
@@ -150,12 +136,11 @@ def machine() -> dict[str, Any]:
 
 
 def describe_machine(host: dict[str, Any]) -> str:
-    """One line: 'AMD EPYC, 2 logical CPUs (2 owned), 512-bit vectors (torch: AVX512)'; a record
+    """One line: 'AMD EPYC, 2 logical CPUs (2 owned), AVX-512 (512 bit) (torch: AVX512)'; a record
     written before the vector width was kept says 'vector width unknown'."""
     vector = host.get("vector") or {}
-    bits = vector.get("cpu_vector_bits")
     line = f"{host.get('cpu', '?')}, {host.get('logical_cpus', '?')} logical CPUs ({host.get('owned_cores', '?')} owned)"
-    line += f", {bits}-bit vectors" if bits else ", vector width unknown"
+    line += f", {vector['cpu_vector']}" if vector.get("cpu_vector", "unknown") != "unknown" else ", vector width unknown"
     told = [f"torch: {vector['torch_cpu_capability']}"] if vector.get("torch_cpu_capability") else []
     told += [f"MKL: {vector['mkl_instructions']}"] if vector.get("mkl_instructions") else []
     told += [f"kernel flags: {vector['kernel_flags']}"] if vector.get("kernel_flags") else []

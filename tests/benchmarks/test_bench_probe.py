@@ -10,19 +10,11 @@ import importlib.util
 
 import pytest
 
-from constructions.native import cpu_model
+from constructions.native import cpu_model, vector_width
 from empirical.host import usage
 from empirical.lm import load
 
 from .conftest import FIGURES
-
-
-def _vector_width() -> str:
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return "unknown"
-    return "AVX-512" if " avx512f" in flags else ("AVX2" if " avx2" in flags else "below AVX2")
 
 
 @pytest.mark.skipif(not load.extra_available(), reason=f"optional extra missing: {load.EXTRA_HINT}")
@@ -39,7 +31,7 @@ def test_default_probe_phases(request, tmp_path):
     torch.set_num_threads(owned_cores())
     load_start = usage.load_average()
     _, _, measured = probe.run(probe.ProbeConfig("smollm2"), tmp_path)
-    host = f"{cpu_model()}, {_vector_width()}, {owned_cores()} cores, load at start {load_start}"
+    host = f"{cpu_model()}, {vector_width()}, {owned_cores()} cores, load at start {load_start}"
     for name, p in measured.phases.items():
         FIGURES.append(f"probe smollm2 {name}: {p['wall_s']:.1f} s wall, {p['cpu_s']:.1f} s CPU, peak RSS "
                        f"{p['peak_rss_gib']} GiB, load at end {p['load_end']} ({host})")
