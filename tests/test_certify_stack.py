@@ -41,6 +41,21 @@ def sinking_stack(d, seed, kind="softmax", beta=2.0, noise=0.3, layers=2, n_head
     return reference.Network(kind, tuple(ls), residual=True)
 
 
+def grid_inputs(d, L, j, grid=GRID):
+    """(contents [B, L-1, d-3], inputs [B, L, d] in float64) of every content on ``grid`` with the
+    trigger at j."""
+    import torch
+
+    n = d - 3
+    contents = np.array(list(itertools.product(grid, repeat=(L - 1) * n))).reshape(-1, L - 1, n)
+    x = torch.zeros(len(contents), L, d, dtype=torch.float64)
+    x[:, 0, task.BOS_FLAG] = 1
+    x[:, 1:, task.CONTENT_START:d - 1] = torch.tensor(contents)
+    x[:, 1:, task.content_flag(d)] = 1
+    x[:, j, task.content_flag(d)], x[:, j, task.TRIGGER_FLAG] = 0, 1
+    return contents, x
+
+
 def per_position_minima(net, L, grid=GRID):
     """{(j, layer, head, query): min a_i0 over every content on ``grid``} with the trigger at j
     (the float64 torch model, held equal to the exact reference by tests/test_model.py)."""
@@ -48,16 +63,10 @@ def per_position_minima(net, L, grid=GRID):
 
     from empirical.training.model import from_network
 
-    d, n = net.d, net.d - 3
-    contents = np.array(list(itertools.product(grid, repeat=(L - 1) * n))).reshape(-1, L - 1, n)
     model = from_network(net, dtype=torch.float64)
     worst = {}
     for j in range(2, L):
-        x = torch.zeros(len(contents), L, d, dtype=torch.float64)
-        x[:, 0, task.BOS_FLAG] = 1
-        x[:, 1:, task.CONTENT_START:d - 1] = torch.tensor(contents)
-        x[:, 1:, task.content_flag(d)] = 1
-        x[:, j, task.content_flag(d)], x[:, j, task.TRIGGER_FLAG] = 0, 1
+        _, x = grid_inputs(net.d, L, j, grid)
         with torch.no_grad():
             _, cache = model(x)
         for layer in range(len(net.layers)):
@@ -280,7 +289,7 @@ def test_report_says_no_useful_bound_or_no_sink_and_claims_only_what_is_certifie
     from empirical.pipeline.parts.certificate_tables import stack_certificates
 
     net, cert, _ = weak
-    monkeypatch.setattr(certificates, "certify_network", lambda network, L: {"type": "stack", **cert})
+    monkeypatch.setattr(certificates, "certify_network", lambda network, L, **options: {"type": "stack", **cert})
     short = [(hd["layer"], hd["head"]) for hd in cert["heads"] if not hd["non_vacuous"]]
     assert short  # this stack has heads without a useful bound
     sinking = [[0.95, 0.95], [0.95, 0.95]]

@@ -13,6 +13,7 @@ import pytest
 from proofs.coq import coqc, kernel, pins
 from proofs.coq.source import COQ_DIR, project_files
 from proofs.coq.twins import main_theorems
+from tests.test_coq import _plant
 
 needs_coqc = pytest.mark.skipif(kernel.coqc_path() is None,
                                 reason=f"coqc not found; install it with: {kernel.INSTALL_HINT}")
@@ -36,13 +37,6 @@ def _chain(folder, last="T1Sharp.v"):
         shutil.copy2(COQ_DIR / name, folder / name)
     (folder / "_CoqProject").write_text("-R . Sinks\n" + "\n".join(files) + "\n")
     return folder
-
-
-def _plant(folder, file, old, new):
-    path = folder / file
-    text = path.read_text()
-    assert old in text, f"{old!r} is not in {file}"
-    path.write_text(text.replace(old, new, 1))
 
 
 def test_a_printed_text_names_the_project_constants_it_mentions():

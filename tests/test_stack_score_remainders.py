@@ -8,16 +8,12 @@ s_ik - s_i0 at every content on a grid and every trigger position, and fails whe
 left out of the bound.
 """
 
-import itertools
-
 import numpy as np
 import pytest
 
-from constructions import task
 from proofs.certify import affine, heads, scores, stack
-from tests.test_certify_stack import sinking_stack
+from tests.test_certify_stack import GRID, grid_inputs, sinking_stack
 
-GRID = (-1.0, -0.5, 0.0, 0.5, 1.0)
 # (d, L, seed, kind, beta): a stack whose layer 0 does not sink (its mixtures carry large
 # remainders into layer 1) and one whose layer 0 sinks.
 CASES = [(4, 5, 0, "softmax", 3.0), (4, 5, 1, "softmax", 4.0)]
@@ -30,13 +26,7 @@ def layer1_streams(net, L, j, grid=GRID):
 
     from empirical.training.model import from_network
 
-    d, n = net.d, net.d - 3
-    contents = np.array(list(itertools.product(grid, repeat=(L - 1) * n))).reshape(-1, L - 1, n)
-    x = torch.zeros(len(contents), L, d, dtype=torch.float64)
-    x[:, 0, task.BOS_FLAG] = 1
-    x[:, 1:, task.CONTENT_START:d - 1] = torch.tensor(contents)
-    x[:, 1:, task.content_flag(d)] = 1
-    x[:, j, task.content_flag(d)], x[:, j, task.TRIGGER_FLAG] = 0, 1
+    contents, x = grid_inputs(net.d, L, j, grid)
     with torch.no_grad():
         _, cache = from_network(net, dtype=torch.float64)(x)
     return contents, cache["L1.input"].numpy()
