@@ -65,10 +65,6 @@ class Certificate:
         return float(self.p)
 
 
-def _floor(x: Fraction) -> int:
-    return x.numerator // x.denominator
-
-
 class ExpTables:
     """exp_up (``lower``: exp_down) of Checker.v / TriggerChecker.v, recording the table entries it
     uses (each an interval-tactic fact: exp(t) <= e, or e <= exp(t) for the lower tables)."""
@@ -92,11 +88,11 @@ class ExpTables:
 
     def _parts(self, u: Fraction) -> tuple[Fraction, Fraction]:
         """(e1 e2 e3, x) with u = a + b/32 + c/1024 + x, 0 <= x < 1/1024 (the checker's split)."""
-        a = _floor(u)
+        a = math.floor(u)
         r1 = u - a
-        b = _floor(r1 * 32)
+        b = math.floor(r1 * 32)
         r2 = r1 - Fraction(b, 32)
-        c = _floor(r2 * 1024)
+        c = math.floor(r2 * 1024)
         x = r2 - Fraction(c, 1024)
         return self.entry("units", a) * self.entry("thirty_seconds", b) * self.entry("kilo", c), x
 
