@@ -271,10 +271,15 @@ def test_certified_floats_round_outward_at_any_interval_precision():
 
 def test_certificates_on_worker_processes_equal_the_serial_ones():
     """``empirical.analysis.certificates.certify_networks`` (the training part's certificates, one process per
-    core) returns, in order, exactly what ``certify_network`` returns on each network alone."""
+    core) returns, in order, exactly what ``certify_network`` returns on each network alone, with one
+    length for all or one per network (the training part's one pool of heads and stacks)."""
     from empirical.analysis import certificates
 
     nets = [random_net(4, seed) for seed in (1, 2, 3)]
     strip = lambda c: {k: v for k, v in c.items() if k not in ("seconds", "cpu_seconds")}  # timings differ
     parallel = certificates.certify_networks(nets, 5, workers=2)
     assert [strip(c) for c in parallel] == [strip(certificates.certify_network(n, 5)) for n in nets]
+    mixed = certificates.certify_networks(nets, [5, 6, 5], workers=2)
+    assert [strip(c) for c in mixed] == [strip(certificates.certify_network(n, L)) for n, L in zip(nets, [5, 6, 5])]
+    with pytest.raises(ValueError, match="3 networks but 2 lengths"):
+        certificates.certify_networks(nets, [5, 6])

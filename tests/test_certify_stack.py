@@ -342,3 +342,28 @@ def test_compacted_exponent_bounds_the_original_and_needs_its_shift(s):
     diff = s * (C.value(c) - E.value(c))
     assert diff.min() >= 0
     assert (diff - s * (C.a - E.a)).min() < 0  # without the added deviation the bound fails somewhere
+
+
+def test_training_certificates_send_every_stack_through_one_pool_in_seed_order(weak, monkeypatch):
+    """``training_certificates`` certifies the single heads and every stack seed in ONE pool (so a
+    long head runs beside the stacks) and hands each stack table its own seeds' certificates, in
+    order: the certificates are told apart here by their CPU-seconds column."""
+    from empirical.analysis import certificates
+    from empirical.pipeline.parts.certificate_tables import training_certificates
+
+    net, cert, _ = weak
+    calls = []
+
+    def one_pool(nets, L, workers=1, target_ratio=None):
+        calls.append((len(nets), list(L), workers))
+        return [{"type": "stack", **cert, "cpu_seconds": float(n)} for n in range(len(nets))]
+
+    monkeypatch.setattr(certificates, "certify_networks", one_pool)
+    two = summary_of(net, WEAK[1], [[0.95, 0.95], [0.95, 0.95]])
+    two = {**two, "config": {**two["config"], "seeds": [0, 1]}, "members": two["members"] * 2,
+           "weights": two["weights"] * 2}
+    tables, claims, details = training_certificates({("softmax", 2, 2): two, ("softmax", 4, 4): two}, workers=2)
+    assert calls == [(4, [WEAK[1]] * 4, 2)]
+    assert {r[0]: r[-1] for r in details["stack_2x2"]} == {"seed 0": "0.0", "seed 1": "1.0"}
+    assert {r[0]: r[-1] for r in details["stack_4x4"]} == {"seed 0": "2.0", "seed 1": "3.0"}
+    assert [c["id"] for c in claims] == ["stack_2x2", "stack_4x4"] and len(tables) == 2

@@ -236,3 +236,54 @@ def test_a_part_records_its_cpu_time_load_and_machine_and_the_report_shows_them(
     text = (tmp_path / "REPORT.md").read_text()
     assert f"| {usage['cpu_s']:.1f} s | {usage['load_mean']:.1f} ({usage['load_start']:.1f} → {usage['load_end']:.1f}) |" in text
     assert f"CPU time {usage['cpu_s']:.1f} s" in text and record["machine"]["cpu"] in text
+
+
+HANDSHAKE_PART = '''
+import os, time
+from pathlib import Path
+def run(results_dir, quick, device):
+    """Writes its own marker, then waits for the other's: two of these finish only if they overlap."""
+    mine, other = Path({marker!r} + ".{name}"), Path({marker!r} + ".{other}")
+    mine.write_text(str(os.getpid()))
+    deadline = time.monotonic() + 60  # a net only: the loop ends when the other part has started
+    while not other.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("ran alone: the other part never started")
+        time.sleep(0.02)
+    with open({counter!r}, "a") as f:
+        f.write("{name}\\n")
+    return {{"claims": [{{"claim": "{name} ran", "verdict": "observed", "evidence": "pid " + str(os.getpid())}}]}}
+'''
+
+READER_PART = '''
+from pathlib import Path
+def run(results_dir, quick, device):
+    with open({counter!r}, "a") as f:
+        f.write("{name}:" + str((Path(results_dir) / "zz_side.json").exists()) + "\\n")
+    return {{"claims": []}}
+'''
+
+
+def test_a_part_alongside_runs_in_its_own_process_beside_the_others_and_its_reader_waits(tmp_path, fake_parts,
+                                                                                          monkeypatch):
+    """ALONGSIDE: the handshake finishes only if zz_side and zz_serial overlap; zz_side runs in
+    another process; zz_reader (AFTER zz_side) starts only once zz_side's result is written; a
+    rerun reuses it, and a side part that fails is reported failed without stopping the others."""
+    counter = fake_parts({"zz_serial": HANDSHAKE_PART.replace("{other}", "zz_side"),
+                          "zz_side": HANDSHAKE_PART.replace("{other}", "zz_serial"), "zz_reader": READER_PART})
+    monkeypatch.setattr(reproduce, "ALONGSIDE", ("zz_side",))
+    monkeypatch.setattr(reproduce, "AFTER", {"zz_reader": ("zz_side",)})
+    out, lines = tmp_path / "results", []
+    assert reproduce.reproduce(out, quick=True, device="cpu", log=lines.append) == \
+        {"zz_serial": "ok", "zz_side": "ok", "zz_reader": "ok"}
+    assert sorted(runs(counter)[:2]) == ["zz_serial", "zz_side"] and runs(counter)[2] == "zz_reader:True"
+    pids = {name: load_part(out, name)["claims"][0]["evidence"] for name in ("zz_serial", "zz_side")}
+    assert pids["zz_serial"] == f"pid {os.getpid()}" and pids["zz_side"] != pids["zz_serial"]
+    spans = {name: load_part(out, name)["span"] for name in ("zz_serial", "zz_side")}
+    assert spans["zz_side"][0] < spans["zz_serial"][1] and spans["zz_serial"][0] < spans["zz_side"][1]
+    assert any(line.startswith("[zz_side] ok in") and "alongside" in line for line in lines)
+
+    assert reproduce.reproduce(out, quick=True, device="cpu")["zz_side"] == "reused"
+    (tmp_path / "fake_parts" / "zz_side.py").write_text(BROKEN_PART.format(name="zz_side", counter=str(counter)))
+    statuses = reproduce.reproduce(out, quick=True, device="cpu", force=True)
+    assert statuses["zz_side"] == "failed" and load_part(out, "zz_side")["error"] == "RuntimeError: solver exploded"

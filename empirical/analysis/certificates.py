@@ -53,13 +53,18 @@ def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None
     return out
 
 
-def certify_networks(nets: list, L: int, workers: int = 1, target_ratio: float | None = None) -> list[dict[str, Any]]:
-    """``certify_network`` of each of ``nets``, in order, on up to ``workers`` processes (each one
-    thread): the certificates are independent and pure, so the results equal the serial ones and
-    only the wall time changes (the training part's 4 x 4 stacks take ~190 s CPU each)."""
+def certify_networks(nets: list, L: int | list[int], workers: int = 1,
+                     target_ratio: float | None = None) -> list[dict[str, Any]]:
+    """``certify_network`` of each of ``nets`` (``L``: one length for all, or one per net), in
+    order, on up to ``workers`` processes (each one thread), started in the given order: the
+    certificates are independent and pure, so the results equal the serial ones and only the
+    wall time changes (the training part's 4 x 4 stacks take ~60 s CPU each)."""
+    lengths = list(L) if isinstance(L, (list, tuple)) else [L] * len(nets)
+    if len(lengths) != len(nets):
+        raise ValueError(f"{len(nets)} networks but {len(lengths)} lengths")
     workers = max(1, min(workers, len(nets)))
     if workers == 1:
-        return [certify_network(net, L, target_ratio=target_ratio) for net in nets]
+        return [certify_network(net, n, target_ratio=target_ratio) for net, n in zip(nets, lengths)]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -67,7 +72,7 @@ def certify_networks(nets: list, L: int, workers: int = 1, target_ratio: float |
 
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=limit_threads, initargs=(1,)) as pool:
-        return list(pool.map(certify_network, nets, [L] * len(nets), [True] * len(nets), [target_ratio] * len(nets)))
+        return list(pool.map(certify_network, nets, lengths, [True] * len(nets), [target_ratio] * len(nets)))
 
 
 def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int | None = None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import time
 import traceback
 from dataclasses import dataclass
@@ -35,6 +36,14 @@ from constructions.errors import BadInput
 from constructions.files import provenance, to_jsonable, write_atomic, write_json
 
 PARTS = ("proofs", "constructions", "smt", "training", "beyond")
+# Parts that run in a process of their own beside the others, started first: z3 is single-threaded,
+# so the smt part needs one core for its whole run (~6 min), and beside it the single-core proofs
+# and constructions parts, then the training part's workers, use the machine's other core; run one
+# after another the smt part left a core idle for all its minutes. A part that reads another's
+# result waits for it (AFTER: the beyond part's SMT column reads smt.json). Verdicts cannot depend
+# on the overlap: every z3 query runs under a work limit, not a clock (proofs/smt/hardkill.py).
+ALONGSIDE = ("smt",)
+AFTER = {"beyond": ("smt",)}
 # The report's one vocabulary: every claim's verdict is one of these words, defined here once; the
 # report's header, the READMEs' claims tables and tests/test_vocabulary.py read this table.
 VERDICT_MEANINGS = {
@@ -71,6 +80,14 @@ class PartConfig:
 
 def part_exists(name: str) -> bool:
     return importlib.util.find_spec(f"empirical.pipeline.parts.{name}") is not None
+
+
+def _parts_path() -> list[str]:
+    """The folders part modules are found in (tests add one), for a child process to search the same."""
+    import sys
+
+    importlib.util.find_spec("empirical.pipeline.parts")  # imports the package (not a part) if needed
+    return list(sys.modules["empirical.pipeline.parts"].__path__)
 
 
 def part_path(results_dir: Path, name: str) -> Path:
@@ -162,7 +179,7 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
         return "reused"
     from empirical.host import usage
 
-    start, meter = time.perf_counter(), usage.Meter(sample=True)
+    start, began, meter = time.perf_counter(), time.time(), usage.Meter(sample=True)
     record: dict[str, Any] = {"part": name, "status": "ok"}
     try:
         module = importlib.import_module(f"empirical.pipeline.parts.{name}")
@@ -175,6 +192,7 @@ def run_part(name: str, results_dir: Path, quick: bool, device: str, force: bool
             "claim": f"part '{name}' runs to completion", "verdict": "failed", "evidence": message,
             "test": "", "command": f"sinks reproduce --only {name}", "figures": []}])
     record["wall_s"] = round(time.perf_counter() - start, 2)
+    record["span"] = [round(began, 3), round(time.time(), 3)]  # unix seconds: overlapping parts' total wall
     record["usage"] = meter.read()  # CPU time includes the part's worker processes
     record["machine"] = usage.machine()
     record["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -207,23 +225,82 @@ def reproduce(
     force: bool = False,
     log: Callable[[str], None] = lambda line: None,
 ) -> dict[str, str]:
-    """Run the selected parts in order, then build REPORT.md; returns each part's status."""
+    """Run the selected parts (``PARTS`` order; those in ``ALONGSIDE`` in a process of their own
+    beside the others, ``AFTER`` respected), then build REPORT.md; returns each part's status."""
     results_dir = Path(results_dir)
     selection = check_selection(only)
     if results_dir.exists() and not results_dir.is_dir():
         raise BadInput(f"results folder {results_dir} is a file, not a folder")
     results_dir.mkdir(parents=True, exist_ok=True)
-    statuses = {}
-    for name in selection:
-        log(f"[{name}] running ({'quick' if quick else 'default'}, {device})" if part_exists(name)
-            else f"[{name}] missing: empirical/pipeline/parts/{name}.py does not exist")
-        start = time.perf_counter()
-        statuses[name] = run_part(name, results_dir, quick, device, force)
-        if statuses[name] != "missing":
-            log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s{_usage_note(results_dir, name, statuses[name])}")
+    statuses: dict[str, str] = {}
+    beside = {name: _Alongside(name, results_dir, quick, device, force, log) for name in selection
+              if name in ALONGSIDE and part_exists(name)}
+    try:
+        for name in selection:
+            if name in beside:
+                continue
+            for before in AFTER.get(name, ()):
+                if before in beside:
+                    statuses[before] = beside.pop(before).wait()
+            log(f"[{name}] running ({'quick' if quick else 'default'}, {device})" if part_exists(name)
+                else f"[{name}] missing: empirical/pipeline/parts/{name}.py does not exist")
+            start = time.perf_counter()
+            statuses[name] = run_part(name, results_dir, quick, device, force)
+            if statuses[name] != "missing":
+                log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s"
+                    f"{_usage_note(results_dir, name, statuses[name])}")
+        for name in list(beside):
+            statuses[name] = beside.pop(name).wait()
+    finally:  # an interrupted or failing run stops the parts beside it (their finished results stay)
+        for part in beside.values():
+            part.stop()
+    statuses = {name: statuses.get(name, "missing") for name in selection}
     report = build_report(results_dir)
     log(f"report: {report}")
     return statuses
+
+
+class _Alongside:
+    """A part run by ``run_part`` in a child process beside the serial parts (``ALONGSIDE``). The
+    child is waited for only between parts, so that its CPU time is never counted in another
+    part's meter (a reaped child's time joins its parent's RUSAGE_CHILDREN); it shares the
+    process group, so an interrupted run stops it too, and its finished result resumes as any."""
+
+    CHILD = ("import json, sys\nfrom pathlib import Path\nimport empirical.pipeline.parts as parts\n"
+             "from empirical.pipeline import reproduce\na = json.loads(sys.argv[1])\nparts.__path__[:] = a['path']\n"
+             "reproduce.PARTS = tuple(a['parts'])\n"
+             "Path(a['status']).write_text(reproduce.run_part(a['name'], a['dir'], a['quick'], a['device'], a['force']))\n")
+
+    def __init__(self, name: str, results_dir: Path, quick: bool, device: str, force: bool, log):
+        import subprocess
+        import sys
+        import tempfile
+
+        self.name, self.results_dir, self.log, self.start = name, results_dir, log, time.perf_counter()
+        handle, self.status_file = tempfile.mkstemp(prefix=f"sinks-{name}-", suffix=".status")
+        os.close(handle)
+        args = {"name": name, "dir": str(results_dir), "quick": quick, "device": device, "force": force,
+                "path": _parts_path(), "parts": list(PARTS), "status": self.status_file}
+        log(f"[{name}] running alongside the other parts ({'quick' if quick else 'default'}, {device})")
+        self.proc = subprocess.Popen([sys.executable, "-c", self.CHILD, json.dumps(args)],
+                                     cwd=Path(__file__).resolve().parents[2])
+
+    def wait(self) -> str:
+        code = self.proc.wait()
+        status_path = Path(self.status_file)
+        status = (status_path.read_text().strip() or "failed") if code == 0 else "failed"
+        status_path.unlink(missing_ok=True)
+        if code != 0:
+            self.log(f"[{self.name}] failed: its process ended with status {code}")
+        else:
+            self.log(f"[{self.name}] {status} in {time.perf_counter() - self.start:.1f} s, alongside"
+                     f"{_usage_note(self.results_dir, self.name, status)}")
+        return status
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        Path(self.status_file).unlink(missing_ok=True)
 
 
 def _usage_note(results_dir: Path, name: str, status: str) -> str:
@@ -310,19 +387,29 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
                      f"{usage['cpu_s']:.1f} s" if "cpu_s" in usage else "not recorded", _load_cell(usage),
                      len(record["claims"]), _Raw(f"[{name}.json]({name}.json)")])
     stored = [r for r in records.values() if r]
-    total = sum(r.get("wall_s", 0) for r in stored)
+    total = total_wall(stored)
     cpu = sum((r.get("usage") or {}).get("cpu_s", 0) for r in stored)
     from empirical.host.usage import describe_machine
 
     machines = sorted({describe_machine(r["machine"]) for r in stored if r.get("machine")})
     return ["", "## Parts", "",
             *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
-            "", f"Total wall time of the stored parts: {total:.1f} s; CPU time {cpu:.1f} s "
-                "(user + system, the parts' worker processes included).",
+            "", f"Total wall time of the stored parts: {total:.1f} s, first start to last end (parts run "
+                f"alongside the others overlap them); CPU time {cpu:.1f} s (user + system, the parts' worker "
+                "processes included).",
             "", "Machine: " + ("; ".join(machines) or "not recorded") + ". Load: the machine's 1-minute load "
                 "average while the part ran (mean of samples every 10 s, with start and end), every process "
                 "counted, the run's own workers included. On a loaded machine wall time overstates what an "
                 "idle one needs; CPU time moves much less with the load."]
+
+
+def total_wall(records: list[dict]) -> float:
+    """The wall time the stored parts took together: from the first start to the last end where
+    every record has its ``span`` (parts ``ALONGSIDE`` overlap the others), else the sum."""
+    spans = [r.get("span") for r in records]
+    if records and all(isinstance(s, list) and len(s) == 2 for s in spans):
+        return max(e for _, e in spans) - min(b for b, _ in spans)
+    return sum(r.get("wall_s", 0) for r in records)
 
 
 def _load_cell(usage: dict) -> str:

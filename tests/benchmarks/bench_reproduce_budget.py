@@ -6,7 +6,8 @@
 already finished there with the same config are reused, as ``sinks reproduce`` does: use a fresh
 folder to time a whole run); without it, it reads a finished run's part records. It prints each
 part's wall time, CPU time (its worker processes included) and the load it ran at, the machine
-with its vector width, and the total against ``BUDGET_WALL_S``. Plan by CPU time: the load moves
+with its vector width, and the total against ``BUDGET_WALL_S`` (first start to last end: the smt
+part runs alongside the others, ``reproduce.ALONGSIDE``, so the parts' walls overlap). Plan by CPU time: the load moves
 wall time far more than CPU time, so a wall figure taken on a busy machine overstates an idle one's.
 """
 
@@ -34,7 +35,7 @@ def budget(results_dir: Path) -> dict:
         parts[name] = {"status": record.get("status"), "wall_s": record.get("wall_s"), "cpu_s": use.get("cpu_s"),
                        "load_mean": use.get("load_mean"), "machine": record.get("machine") or {},
                        "quick": bool((record.get("provenance") or {}).get("config", {}).get("quick"))}
-    wall = sum(p["wall_s"] or 0 for p in parts.values())
+    wall = R.total_wall([r for r in (R.load_part(results_dir, name) for name in parts) if r])
     cpu = sum(p["cpu_s"] or 0 for p in parts.values())
     return {"parts": parts, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "budget_wall_s": BUDGET_WALL_S,
             "missing": [name for name in R.PARTS if name not in parts]}

@@ -47,21 +47,31 @@ def _seed_row(label: str, cert: dict, measured: dict) -> list[Any]:
 
 def training_certificates(summaries: dict, quick: bool = False, workers: int = 1) -> tuple[list[dict], list[dict], dict]:
     """(tables, claims, details) for the trained runs whose summaries hold weights (quick: the
-    first seed only); the certificates run on ``workers`` processes."""
+    first seed only). Every network, single heads and stacks, goes into one pool of ``workers``
+    processes, the single heads first: one seed's head can take most of the phase (197 s of 279 s
+    CPU in the published run), and started first it runs beside the stacks instead of after them."""
     from empirical.analysis import certificates
 
     tables, claims, details = [], [], {}
     one = summaries.get(("softmax", 1, 1))
-    if one and "weights" in one:
+    singles = _networks(one)[:1 if quick else None] if one and "weights" in one else []
+    stacks = [(shape, summaries[("softmax", *shape)]) for shape in STACK_SHAPES
+              if "weights" in summaries.get(("softmax", *shape), {})]
+    stack_items = [(shape, stack, list(zip(_networks(stack), stack["members"]))[:1 if quick else None])
+                   for shape, stack in stacks]
+    nets = [(i.network, one["config"]["L"]) for i in singles] + \
+        [(item.network, stack["config"]["L"]) for _, stack, pairs in stack_items for item, _ in pairs]
+    certs = iter(certificates.certify_networks([n for n, _ in nets], [L for _, L in nets], workers))
+    if singles:
         L = one["config"]["L"]
-        rows, certs = [], []
+        rows, done = [], []
         sequences = 200 if quick else certificates.EVAL_SEQUENCES
-        items = _networks(one)[:1 if quick else None]
-        for item, cert in zip(items, certificates.certify_networks([i.network for i in items], L, workers)):
+        for item in singles:
+            cert = next(certs)
             measured = certificates.measure(item.network, L, sequences)
-            certs.append((item.label, cert, measured))
+            done.append((item.label, cert, measured))
             rows.append(_seed_row(item.label, cert, measured))
-        details["single_layer"] = [{"label": lb, "certificate": c, "measured": m} for lb, c, m in certs]
+        details["single_layer"] = [{"label": lb, "certificate": c, "measured": m} for lb, c, m in done]
         tables.append({
             "title": "T1 end to end: trained single-layer softmax heads certified over every input",
             "columns": ["seed", "certified min a_i0 before the trigger", "after the trigger", "certified max a_j0 at the trigger",
@@ -73,8 +83,8 @@ def training_certificates(summaries: dict, quick: bool = False, workers: int = 1
                     f"arithmetic); the eval-set columns are the first {sequences} evaluation sequences of sinks train (trigger 7). "
                     "T1 check: consistent = certified min >= T1's bound; a witness below it would refute T1.",
         })
-        tables.append(_per_position_table(certs))
-        claims += _training_claims(certs)
+        tables.append(_per_position_table(done))
+        claims += _training_claims(done)
     stale = [f"{k} {l}x{h}" for (k, l, h), s in summaries.items()
              if k == "softmax" and (l, h) in ((1, 1), *STACK_SHAPES) and "weights" not in s]
     if stale:
@@ -82,13 +92,11 @@ def training_certificates(summaries: dict, quick: bool = False, workers: int = 1
                        "evidence": f"the stored runs {', '.join(stale)} predate weight storage in training summaries; "
                                    "rerun the part with --force to certify them",
                        "test": TEST, "command": "sinks reproduce --only training --force", "figures": []})
-    for shape in STACK_SHAPES:
-        stack = summaries.get(("softmax", *shape))
-        if stack and "weights" in stack:
-            table, claim, rows = stack_certificates(stack, shape, quick, workers)
-            tables.append(table)
-            claims.append(claim)
-            details[f"stack_{shape[0]}x{shape[1]}"] = rows
+    for shape, stack, pairs in stack_items:
+        table, claim, rows = stack_certificates(stack, shape, quick, workers, [next(certs) for _ in pairs])
+        tables.append(table)
+        claims.append(claim)
+        details[f"stack_{shape[0]}x{shape[1]}"] = rows
     return tables, claims, details
 
 
@@ -97,10 +105,11 @@ STACK_TEST = "tests/test_certify_stack.py"
 
 
 def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = False,
-                       workers: int = 1) -> tuple[dict, dict, list]:
+                       workers: int = 1, certs: list[dict] | None = None) -> tuple[dict, dict, list]:
     """The trained softmax stacks of one shape certified head by head (quick: the first seed):
     the table, the claim (every head that sinks on the eval set, mean BOS mass > STACK_SINK_MASS,
-    gets a non-vacuous certified bound) and the rows."""
+    gets a non-vacuous certified bound) and the rows. ``certs``: the seeds' certificates when
+    they were computed already (``training_certificates``' one pool), in seed order."""
     from empirical.analysis import certificates
     from empirical.training.metrics import STACK_SINK_MASS
 
@@ -108,7 +117,7 @@ def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = Fals
     name = f"{shape[0]} x {shape[1]}"
     rows, per_seed, per_layer = [], [], {}
     pairs = list(zip(_networks(summary), summary["members"]))[:1 if quick else None]
-    certs = certificates.certify_networks([item.network for item, _ in pairs], L, workers)
+    certs = certs if certs is not None else certificates.certify_networks([item.network for item, _ in pairs], L, workers)
     for (item, member), cert in zip(pairs, certs):
         sinking = certified = 0
         for h in cert["heads"]:
