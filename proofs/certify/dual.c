@@ -11,11 +11,14 @@
  * consecutive candidates, the smallest of the larger end.
  *
  * screen_cells: trigger_vertices.Row._cells, the bound at (cell, point) pairs with lambda per
- * pair and mu per cell (optionally moved with lambda): l1 norms of affine functions of beta(q). */
+ * pair and mu per cell (optionally moved with lambda): l1 norms of affine functions of beta(q).
+ *
+ * bound_over: trigger_grid.bound_over's search over the refined grid (at the end of this file). */
 
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 
@@ -175,4 +178,181 @@ double screen_cells(int C, long P, int n, int S, const double *Xa, const double 
     }
     free(rho);
     return size;
+}
+
+/* bound_over: trigger_grid.bound_over's depth-first search over the refined grid, the same
+ * operations in the same order as the numpy code (trigger_grid._search, the reference): a node's
+ * cheap bound base + max U + tail[k] + room; a leaf's refined grid built axis by axis from the last
+ * (a middle is ((a + b) * 0.5) + kappa w w / 4), plus base; children ordered by their bound, ties
+ * in order (ends, then middles: Python's stable sort); a middle child's array (a + b) / 2. The hot
+ * entries are kept as the stable order of all of them would keep the first HOT of them: by value,
+ * larger first, ties in the order they were found. */
+
+typedef struct {
+    int n, hot_max, hot_count, where_set;
+    const long *shape;
+    const double *widths, *kappa, *adds, *tail;
+    double target, leaf, room, figure;
+    int *path, *where, *hot_idx, *rank;
+    double *hot_vals, *grid_a, *grid_b;
+    long grid_cap;
+    double **child;  /* per depth: a middle child's array */
+} Search;
+
+static void keep_hot(Search *s, double value, const int *idx) {
+    int pos = s->hot_count, m, n = s->n;
+    while (pos > 0 && s->hot_vals[pos - 1] < value) --pos;  /* after every entry >= value: stable */
+    if (pos >= s->hot_max) return;
+    m = s->hot_count < s->hot_max ? s->hot_count : s->hot_max - 1;
+    memmove(s->hot_vals + pos + 1, s->hot_vals + pos, (size_t)(m - pos) * sizeof(double));
+    memmove(s->hot_idx + (long)(pos + 1) * n, s->hot_idx + (long)pos * n, (size_t)(m - pos) * n * sizeof(int));
+    s->hot_vals[pos] = value;
+    memcpy(s->hot_idx + (long)pos * n, idx, (size_t)n * sizeof(int));
+    if (s->hot_count < s->hot_max) ++s->hot_count;
+}
+
+/* the leaf: refined grid of U (axes k..n-1), returns -1 on out of memory */
+static int leaf(Search *s, const double *U, long size, double base, int k) {
+    int nd = s->n - k, ax, i, j;
+    long cur = size, dims[64], full = 1;
+    for (i = 0; i < nd; ++i) { dims[i] = s->shape[k + i]; full *= 2 * dims[i] - 1; }
+    if (full > s->grid_cap) {
+        free(s->grid_a); free(s->grid_b);
+        s->grid_a = malloc((size_t)full * sizeof(double)); s->grid_b = malloc((size_t)full * sizeof(double));
+        s->grid_cap = full;
+        if (!s->grid_a || !s->grid_b) { s->grid_cap = 0; return -1; }
+    }
+    double *g = s->grid_a, *o = s->grid_b;
+    memcpy(g, U, (size_t)size * sizeof(double));
+    for (ax = nd - 1; ax >= 0; --ax) {  /* the last axes first, as grid_values */
+        long pre = 1, post = 1, L = dims[ax], p, q, t;
+        for (i = 0; i < ax; ++i) pre *= dims[i];
+        for (i = ax + 1; i < nd; ++i) post *= dims[i];
+        double w = s->widths[k + ax], term = s->kappa[k + ax] * w * w / 4;
+        for (p = 0; p < pre; ++p)
+            for (t = 0; t < 2 * L - 1; ++t) {
+                double *dst = o + (p * (2 * L - 1) + t) * post;
+                const double *e0 = g + (p * L + t / 2) * post;
+                if (t % 2 == 0) memcpy(dst, e0, (size_t)post * sizeof(double));
+                else for (q = 0; q < post; ++q) dst[q] = ((e0[q] + e0[post + q]) * 0.5) + term;
+            }
+        dims[ax] = 2 * L - 1;
+        cur = pre * (2 * L - 1) * post;
+        double *tmp = g; g = o; o = tmp;
+    }
+    long top = 0, e;
+    for (e = 0; e < cur; ++e) g[e] = g[e] + base;
+    for (e = 1; e < cur; ++e) if (g[e] > g[top]) top = e;
+    double best = g[top];
+    if (best + s->room > s->figure) {
+        long r = top;
+        for (i = 0; i < k; ++i) s->where[i] = s->path[i];
+        for (i = nd - 1; i >= 0; --i) { s->where[k + i] = (int)(r % dims[i]); r /= dims[i]; }
+        s->where_set = 1;
+    }
+    s->figure = dmax(s->figure, best + s->room);
+    if (best > s->target - s->room) {
+        /* the entries above target - room, larger first, ties by index: a stable sort's first HOT */
+        int idx[64];
+        int found = 0;
+        long *picked = malloc((size_t)s->hot_max * sizeof(long));
+        double *pv = malloc((size_t)s->hot_max * sizeof(double));
+        if (!picked || !pv) { free(picked); free(pv); return -1; }
+        for (e = 0; e < cur; ++e) {
+            double v = g[e];
+            if (!(v > s->target - s->room)) continue;
+            int pos = found;
+            while (pos > 0 && pv[pos - 1] < v) --pos;
+            if (pos >= s->hot_max) continue;
+            int m = found < s->hot_max ? found : s->hot_max - 1;
+            memmove(pv + pos + 1, pv + pos, (size_t)(m - pos) * sizeof(double));
+            memmove(picked + pos + 1, picked + pos, (size_t)(m - pos) * sizeof(long));
+            pv[pos] = v; picked[pos] = e;
+            if (found < s->hot_max) ++found;
+        }
+        for (j = 0; j < found; ++j) {
+            long r = picked[j];
+            for (i = 0; i < k; ++i) idx[i] = s->path[i];
+            for (i = nd - 1; i >= 0; --i) { idx[k + i] = (int)(r % dims[i]); r /= dims[i]; }
+            keep_hot(s, pv[j], idx);
+        }
+        free(picked); free(pv);
+    }
+    return 0;
+}
+
+static int visit(Search *s, const double *U, double base, int k) {
+    long size = 1, e, i;
+    int j;
+    for (j = k; j < s->n; ++j) size *= s->shape[j];
+    double umax = U[0];
+    for (e = 1; e < size; ++e) if (U[e] > umax) umax = U[e];
+    double cheap = base + umax + s->tail[k] + s->room;
+    if (cheap <= dmax(s->target, s->figure)) { s->figure = dmax(s->figure, cheap); return 0; }
+    if ((double)size * pow(1.5, s->n - k) <= s->leaf || k == s->n) return leaf(s, U, size, base, k);
+    long L = s->shape[k], slab = size / L;
+    double top[64], ub[127], b[127];
+    int order[127], c, m = (int)(2 * L - 1);
+    for (i = 0; i < L; ++i) {
+        double t = U[i * slab];
+        for (e = 1; e < slab; ++e) if (U[i * slab + e] > t) t = U[i * slab + e];
+        top[i] = t;
+    }
+    for (i = 0; i < L; ++i) { ub[i] = base + top[i]; b[i] = base; }
+    for (i = 0; i + 1 < L; ++i) { ub[L + i] = base + s->adds[k] + ((top[i] + top[i + 1]) / 2); b[L + i] = base + s->adds[k]; }
+    for (c = 0; c < m; ++c) {  /* stable insertion sort by -ub */
+        int t = c;
+        while (t > 0 && ub[order[t - 1]] < ub[c]) { order[t] = order[t - 1]; --t; }
+        order[t] = c;
+    }
+    for (c = 0; c < m; ++c) {
+        int ch = order[c];
+        if (ub[ch] + s->tail[k + 1] + s->room <= dmax(s->target, s->figure)) {
+            s->figure = dmax(s->figure, ub[ch] + s->tail[k + 1] + s->room);
+            break;
+        }
+        const double *child;
+        if (ch < L) { child = U + ch * slab; s->path[k] = 2 * ch; }
+        else {
+            long a = ch - L;
+            double *buf = s->child[k];
+            for (e = 0; e < slab; ++e) buf[e] = (U[a * slab + e] + U[(a + 1) * slab + e]) / 2;
+            child = buf;
+            s->path[k] = (int)(2 * a + 1);
+        }
+        if (visit(s, child, b[ch], k + 1) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Returns the figure (NaN on bad shapes or out of memory); where[n] with *where_set, and the hot
+ * entries: *hot_count values (larger first) and their refined-grid indices hot_idx[count][n]. */
+double bound_over(int n, const long *shape, const double *values, const double *widths, const double *kappa,
+                  const double *adds, const double *tail, double room, double target, double leaf_size, int hot_max,
+                  double *hot_vals, int *hot_idx, int *hot_count, int *where, int *where_set) {
+    Search s;
+    int k, ok = n >= 0 && n <= 64 && hot_max >= 1;
+    long size = 1;
+    for (k = 0; ok && k < n; ++k) { ok = shape[k] >= 1 && shape[k] <= 64; size *= shape[k]; }
+    *hot_count = 0; *where_set = 0;
+    if (!ok) return NAN;
+    memset(&s, 0, sizeof s);
+    s.n = n; s.shape = shape; s.widths = widths; s.kappa = kappa; s.adds = adds; s.tail = tail;
+    s.room = room; s.target = target; s.leaf = leaf_size; s.figure = -INFINITY; s.hot_max = hot_max;
+    s.hot_vals = hot_vals; s.hot_idx = hot_idx; s.where = where;
+    s.path = calloc((size_t)n + 1, sizeof(int));
+    s.child = calloc((size_t)n + 1, sizeof(double *));
+    int failed = !s.path || !s.child;
+    long rest = size;
+    for (k = 0; !failed && k < n; ++k) {
+        rest /= shape[k];
+        s.child[k] = malloc((size_t)(rest > 0 ? rest : 1) * sizeof(double));
+        failed = !s.child[k];
+    }
+    if (!failed) failed = visit(&s, values, 0.0, 0) < 0;
+    for (k = 0; s.child && k < n; ++k) free(s.child[k]);
+    free(s.child); free(s.path); free(s.grid_a); free(s.grid_b);
+    *hot_count = s.hot_count;
+    *where_set = s.where_set;
+    return failed ? NAN : s.figure;
 }

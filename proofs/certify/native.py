@@ -1,5 +1,6 @@
-"""The trigger bounds' two inner loops as compiled code (``dual.c``), with the numpy code as the
-reference and the fallback.
+"""The trigger bounds' three inner loops as compiled code (``dual.c``), with the numpy code as the
+reference and the fallback: the dual per key, the screen per (cell, point), and the search over
+the refined grid (``trigger_grid.bound_over``).
 
 ``dual.c`` is compiled once per host with the C compiler (``$CC``, else ``gcc``, else ``cc``) by
 ``constructions.native`` (cached by a hash of the source, flags, compiler and CPU; written
@@ -13,6 +14,7 @@ reason in ``unavailable`` and the callers run numpy (the same bounds, slower);
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from pathlib import Path
 
@@ -64,6 +66,9 @@ class Kernels:
         self.lib.dual_min.restype = None
         self.lib.screen_cells.argtypes = [i, L, i, i] + [_D] * 20 + [_D]
         self.lib.screen_cells.restype = d
+        I = ctypes.POINTER(ctypes.c_int)
+        self.lib.bound_over.argtypes = [i, _D, _D, _D, _D, _D, _D, d, d, d, i, _D, _D, I, _D, I]
+        self.lib.bound_over.restype = d
 
     def dual_min(self, beta, eps, alpha0, alpha1, g, h, Y, Tn, Tp, multipliers: bool):
         """trigger_dual.dual_min's (best [B], size [B], mu [B, S] or None)."""
@@ -103,6 +108,26 @@ class Kernels:
         if size < 0:
             raise MemoryError("screen_cells: out of memory")
         return out, float(size)
+
+
+    def bound_over(self, values: np.ndarray, widths, kappa, adds, tail, room: float, target: float, leaf: float,
+                   hot_max: int):
+        """trigger_grid._search's (figure, hot [(value, refined-grid index)], where or None)."""
+        values, widths, kappa, adds, tail = _c(values), _c(widths), _c(kappa), _c(adds), _c(tail)
+        n = values.ndim
+        if not (widths.shape == kappa.shape == adds.shape == (n,) and tail.shape == (n + 1,) and n <= 64
+                and all(1 <= s <= 64 for s in values.shape)):
+            raise ValueError(f"bound_over: shapes values {values.shape}, widths {widths.shape}, tail {tail.shape}")
+        shape = np.array(values.shape, dtype=np.int64)
+        hot_vals, hot_idx, where = np.empty(hot_max), np.empty((hot_max, n), dtype=np.intc), np.empty(n, dtype=np.intc)
+        count, found = ctypes.c_int(0), ctypes.c_int(0)
+        figure = self.lib.bound_over(n, _p(shape), _p(values), _p(widths), _p(kappa), _p(adds), _p(tail), float(room),
+                                     float(target), float(leaf), int(hot_max), _p(hot_vals), _p(hot_idx),
+                                     ctypes.byref(count), _p(where), ctypes.byref(found))
+        if math.isnan(figure):
+            raise MemoryError("bound_over: out of memory")
+        hot = [(float(hot_vals[e]), tuple(int(g) for g in hot_idx[e])) for e in range(count.value)]
+        return figure, hot, tuple(int(g) for g in where) if found.value else None
 
 
 def kernels() -> Kernels | None:

@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from . import heads
+from . import heads, native
 
 MARGIN = 1e-6  # relative room on kappa for the rounding of its few float operations
 
@@ -126,13 +126,32 @@ def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target
     child whose largest value plus the terms of the axes left is at most the larger of the target
     and the largest entry found (it can hold no larger entry, nor one above the target); once the
     refined grid of the axes left has at most ``leaf`` entries it is computed whole. The figure is
-    the largest entry found or bound skipped, rounding allowance included."""
+    the largest entry found or bound skipped, rounding allowance included. The search runs in the
+    compiled kernel (``native``: the same operations in the same order) where it is built, else
+    ``_search``, the reference; ``tests/test_native.py`` holds the two equal."""
     adds = kappa * widths ** 2 / 4
     room = allowance(values, widths, kappa)
     tail = np.concatenate([np.cumsum(adds[::-1])[::-1], [0.0]])  # tail[k]: the terms of axes k.. n-1
+    compiled = native.kernels()
+    if compiled is not None and values.ndim <= 64 and all(1 <= s <= 64 for s in values.shape):
+        figure, found, where = compiled.bound_over(values, widths, kappa, adds, tail, room, target, leaf, HOT_ENTRIES)
+    else:
+        figure, found, where = _search(values.astype(float), widths, kappa, adds, tail, room, target, leaf)
+    hot = []
+    for _, at in found:  # the largest entries overall, largest first
+        levels = [(g // 2,) if g % 2 == 0 else (g // 2, g // 2 + 1) for g in at]
+        ends = np.ravel_multi_index(np.meshgrid(*levels, indexing="ij"), values.shape).ravel()
+        hot.append(ends[np.argsort(-values.ravel()[ends])[:HOT_CORNERS]])
+    return figure, (np.unique(np.concatenate(hot)) if hot else np.zeros(0, dtype=int)), where
+
+
+def _search(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, adds: np.ndarray, tail: np.ndarray,
+            room: float, target: float, leaf: float) -> tuple[float, list[tuple[float, tuple]], tuple | None]:
+    """``bound_over``'s search in numpy: (figure, the HOT_ENTRIES largest entries above the target
+    met as (value, refined-grid index), largest first, ties in the order found; where or None)."""
     state = {"figure": -np.inf, "hot": [], "where": None}
 
-    def visit(U: np.ndarray, base: float, k: int, path: list[tuple[int, ...]]) -> None:
+    def visit(U: np.ndarray, base: float, k: int, path: list[int]) -> None:
         cheap = base + float(U.max()) + tail[k] + room
         if cheap <= max(target, state["figure"]):
             state["figure"] = max(state["figure"], cheap)
@@ -141,11 +160,11 @@ def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target
             grid = grid_values(U, widths[k:], kappa[k:]) + base
             top = np.unravel_index(int(np.argmax(grid)), grid.shape)
             if float(grid[top]) + room > state["figure"]:  # its refined-grid index: 2 i an end, 2 i + 1 a middle
-                state["where"] = tuple(2 * c[0] + (len(c) - 1) for c in path) + tuple(int(t) for t in top)
+                state["where"] = tuple(path) + tuple(int(t) for t in top)
             state["figure"] = max(state["figure"], float(grid[top]) + room)
             over = np.argwhere(grid > target - room) if float(grid[top]) > target - room else np.zeros((0, grid.ndim), dtype=int)
-            for w in over[np.argsort(-grid[tuple(over.T)])[:HOT_ENTRIES]]:
-                state["hot"].append((float(grid[tuple(w)]), path + [(g // 2,) if g % 2 == 0 else (g // 2, g // 2 + 1) for g in w]))
+            for w in over[np.argsort(-grid[tuple(over.T)], kind="stable")[:HOT_ENTRIES]]:
+                state["hot"].append((float(grid[tuple(w)]), tuple(path) + tuple(int(g) for g in w)))
             return
         L = U.shape[0]
         # each child's largest entry is at most its slab's largest (an end) or the mean of its two slabs'
@@ -158,14 +177,10 @@ def bound_over(values: np.ndarray, widths: np.ndarray, kappa: np.ndarray, target
             if ub + tail[k + 1] + room <= max(target, state["figure"]):  # so is every later child's
                 state["figure"] = max(state["figure"], ub + tail[k + 1] + room)
                 break
-            visit(U[c[0]] if len(c) == 1 else (U[c[0]] + U[c[1]]) / 2, b, k + 1, path + [c])
+            visit(U[c[0]] if len(c) == 1 else (U[c[0]] + U[c[1]]) / 2, b, k + 1, path + [2 * c[0] + len(c) - 1])
 
-    visit(values.astype(float), 0.0, 0, [])
-    hot = []
-    for _, levels in sorted(state["hot"], key=lambda t: -t[0])[:HOT_ENTRIES]:  # the largest entries overall
-        ends = np.ravel_multi_index(np.meshgrid(*levels, indexing="ij"), values.shape).ravel()
-        hot.append(ends[np.argsort(-values.ravel()[ends])[:HOT_CORNERS]])
-    return state["figure"], (np.unique(np.concatenate(hot)) if hot else np.zeros(0, dtype=int)), state["where"]
+    visit(values, 0.0, 0, [])
+    return state["figure"], sorted(state["hot"], key=lambda t: -t[0])[:HOT_ENTRIES], state["where"]
 
 
 HOT_ENTRIES = 64  # refined-grid entries above the target whose ends are refined,
