@@ -224,3 +224,26 @@ def test_progress_board_logs_plain_lines_off_a_terminal(tmp_path):
     at(now[0] + 2.0, lambda: board.poll())
     assert quiet.getvalue() == ("[training] 0/1 jobs finished; running: softmax 4x4 at step 400/50,000; 5.0 min "
                                 "elapsed; ETA ~30 s from the step rates\n")
+
+
+def test_the_worst_case_jobs_run_in_the_parts_own_sweep_after_its_runs(tmp_path, monkeypatch):
+    """The part's own runs (here a tiny stand-in for QUICK_RUNS) and the worst-case setting's jobs
+    share one sweep, the setting's last (they fill the workers' gaps): its record sits beside the
+    runs' records, none under runs/worst_case, the plan and the jobs table list it, and the
+    setting's claims are built from it."""
+    from empirical.analysis import worst_case
+    from empirical.pipeline.parts import t1_end_to_end
+
+    tiny = worst_case.WorstCaseConfig(d=6, L=6, steps=60, refresh=30, eval_sequences=100, eval_trigger=3,
+                                      reference_lr=3e-3, lr=3e-3, reference_max_steps=200)
+    monkeypatch.setattr(t1_end_to_end, "default_config", lambda: tiny)
+    monkeypatch.setattr(part, "QUICK_RUNS", (part.Run("relu", 1, 1, (0,), 20),))
+    out = part.run(tmp_path, quick=True, device="cpu", workers=2, **SMALL)
+    claims, tables, details = reproduce.validate_output(reproduce.plain(out))
+    assert [j["run"] for j in details["plan"]["jobs"]] == ["relu 1x1 seeds 0", "worst-case seed 0"]
+    worst_id = details["plan"]["jobs"][-1]["run_id"]
+    assert (tmp_path / "runs" / "training" / f"{worst_id}.json").is_file()
+    assert not (tmp_path / "runs" / "worst_case").exists()
+    assert [row[0] for row in tables[-2]["rows"]] == ["relu 1x1 seeds 0", "worst-case seed 0"]
+    assert details["worst_case"]["config"]["seeds"] == [0]
+    assert any("T1" in c["claim"] and "worst" in c["evidence"].lower() + c["claim"].lower() for c in claims)

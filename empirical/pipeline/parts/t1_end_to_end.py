@@ -29,19 +29,38 @@ TEST = "tests/test_t1_end_to_end.py"
 COMMAND = "sinks reproduce --only training (setting worst-case, empirical.analysis.worst_case)"
 
 
-def run(results_dir: Path, quick: bool, device: str, workers: int, config=None) -> dict[str, Any]:
-    """Train (or reuse) the setting's jobs, certify and measure every head; tables, claims, figure."""
+def default_config():
+    """The setting as the default run trains it (``empirical.analysis.worst_case``)."""
     from empirical.analysis import worst_case
-    from empirical.pipeline.sweep import Job, run_sweep
 
-    config = config or worst_case.WorstCaseConfig()
-    seeds = QUICK_SEEDS if quick else SEEDS
-    jobs = [Job(JOB_FN, config, (s,)) for s in seeds]
-    outcome = run_sweep(jobs, Path(results_dir) / "runs" / "worst_case", backend="process",
-                        workers=min(workers, len(jobs)), device=device)
-    if not outcome.ok:
-        raise RuntimeError(f"worst-case training failed: {outcome.failed}")
-    summary = worst_case.merge([outcome.records[j.run_id]["result"] for j in jobs], seeds)
+    return worst_case.WorstCaseConfig()
+
+
+def jobs(quick: bool, config=None) -> list:
+    """The setting's sweep jobs, one per seed (the training part runs them in its own sweep, after
+    its runs' jobs, so that they fill the gaps of its workers)."""
+    from empirical.pipeline.sweep import Job
+
+    config = config or default_config()
+    return [Job(JOB_FN, config, (s,)) for s in (QUICK_SEEDS if quick else SEEDS)]
+
+
+def run(results_dir: Path, quick: bool, device: str, workers: int, config=None,
+        records: dict | None = None) -> dict[str, Any]:
+    """Train (or reuse) the setting's jobs, certify and measure every head; tables, claims, figure.
+    ``records``: finished sweep records by run id that hold the jobs (the training part's sweep);
+    without them the jobs run in their own sweep under ``runs/worst_case``."""
+    from empirical.analysis import worst_case
+    from empirical.pipeline.sweep import run_sweep
+
+    todo = jobs(quick, config)
+    if records is None or any(j.run_id not in records for j in todo):
+        outcome = run_sweep(todo, Path(results_dir) / "runs" / "worst_case", backend="process",
+                            workers=min(workers, len(todo)), device=device)
+        if not outcome.ok:
+            raise RuntimeError(f"worst-case training failed: {outcome.failed}")
+        records = outcome.records
+    summary = worst_case.merge([records[j.run_id]["result"] for j in todo], tuple(j.seeds[0] for j in todo))
     return report(Path(results_dir), summary, workers)
 
 

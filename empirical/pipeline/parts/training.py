@@ -104,11 +104,12 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     workers = workers or owned_cores()
     formulation = choose_for_host(device)  # exported to the workers: every job uses the same one
     planned, makespan = jobs(runs, workers, **overrides)
+    worst_jobs = _worst_case_jobs(quick) if own_runs else []  # short: last, they fill the workers' gaps
     out_dir = Path(results_dir) / "runs" / "training"
     board = progress.Board(out_dir, [(j.run_id, _label(g), g.expected_steps, g.run.max_steps, g.cost)
-                                     for g, j in planned], workers)
-    outcome = run_sweep([j for _, j in planned], out_dir, backend="process", workers=workers, device=device,
-                        on_event=board.event, on_wait=board.poll)
+                                     for g, j in planned] + [(j.run_id, *rest) for j, rest in worst_jobs], workers)
+    outcome = run_sweep([j for _, j in planned] + [j for j, _ in worst_jobs], out_dir, backend="process",
+                        workers=workers, device=device, on_event=board.event, on_wait=board.poll)
     board.close()
     if not outcome.ok:
         raise RuntimeError(f"training runs failed: {outcome.failed}")
@@ -126,12 +127,13 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
     worst = None
     if own_runs:  # tests that pass their own runs skip it, so their phases stay the three above
         with after.phase("worst-case setting"):
-            worst = _worst_case(Path(results_dir), quick, device, workers)
+            worst = _worst_case(Path(results_dir), quick, device, workers, outcome.records)
     return {
         "claims": _claims(summaries, figures) + cert_claims + functional["claims"] + (worst["claims"] if worst else []),
         "tables": [_runs_table(summaries), _heads_table(summaries), functional["table"]] + cert_tables
                   + (worst["tables"] if worst else [])
-                  + [usage.jobs_table([(_label(g), outcome.records[j.run_id]) for g, j in planned],
+                  + [usage.jobs_table([(_label(g), outcome.records[j.run_id]) for g, j in planned]
+                                      + [(rest[0], outcome.records[j.run_id]) for j, rest in worst_jobs],
                                       "Training jobs: what each (run, seed group) job cost"),
                      usage.phases_table(after.read(), "Training part after its jobs: figures, certificates, ablations, "
                                                       "worst-case setting (CPU includes the worker processes "
@@ -144,7 +146,8 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
                  for (k, l, h), s in summaries.items()},
         "plan": {"workers": workers, "estimated_makespan_s": round(makespan, 1),
                  "formulation": {"name": formulation[0], "chosen_by": formulation[1]},
-                 "jobs": [{"run": _label(g), "seeds": list(g.seeds), "run_id": j.run_id} for g, j in planned]},
+                 "jobs": [{"run": _label(g), "seeds": list(g.seeds), "run_id": j.run_id} for g, j in planned]
+                 + [{"run": rest[0], "seeds": list(j.seeds), "run_id": j.run_id} for j, rest in worst_jobs]},
         "budget_note": __doc__.split("Budgets: ")[1].split("\n\n")[0].strip(),
     }
 
@@ -163,11 +166,24 @@ def _certificates(summaries: dict, quick: bool, workers: int):
     return training_certificates(summaries, quick, workers)
 
 
-def _worst_case(results_dir: Path, quick: bool, device: str, workers: int) -> dict:
-    """The worst-case setting trained and certified: T1 in full (issue 17; ``empirical.pipeline.parts.t1_end_to_end``)."""
+def _worst_case_jobs(quick: bool) -> list[tuple]:
+    """The worst-case setting's jobs with their progress-board entries (label, expected steps, cap,
+    planned seconds): the reference single-layer run's steps plus the fine-tuning's."""
+    from empirical.pipeline.parts import t1_end_to_end
+    from empirical.training import seed_groups
+
+    config = t1_end_to_end.default_config()
+    steps = expected_steps(Run("softmax", 1, 1, (0,), config.reference_max_steps)) + config.steps
+    return [(j, (f"worst-case seed {j.seeds[0]}", steps, config.reference_max_steps + config.steps,
+                 steps * seed_groups.step_seconds(1, 1, 1))) for j in t1_end_to_end.jobs(quick, config)]
+
+
+def _worst_case(results_dir: Path, quick: bool, device: str, workers: int, records: dict) -> dict:
+    """The worst-case setting certified: T1 in full (issue 17; ``empirical.pipeline.parts.t1_end_to_end``),
+    its jobs trained in this part's sweep (``records``)."""
     from empirical.pipeline.parts import t1_end_to_end
 
-    return t1_end_to_end.run(results_dir, quick, device, workers)
+    return t1_end_to_end.run(results_dir, quick, device, workers, t1_end_to_end.default_config(), records)
 
 
 def _functional_sinks(results_dir: Path, summaries: dict) -> dict:
