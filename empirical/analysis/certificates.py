@@ -4,7 +4,9 @@
 network gets the exact per-query worst case of its sink, eta_up / eta_lo and the T1 check; a stack
 gets the per-head bound of ``proofs.certify.stack`` (affine forms of the stream in the contents). ``measure(net, L)`` adds the BOS
 mass measured on the 1,000 evaluation sequences of ``sinks train`` (trigger 7, same seed) and, for
-a single head, the per-example bound of ``empirical.training.bound``, per query position. ``heat_map``
+a single head, the per-example bound of ``empirical.training.bound``, per query position. A stack's
+certificate is the affine-form ("box") method by default; ``stack_method="zonotope"`` runs
+``proofs.certify.zono_stack`` instead (issue 33; both are sound, neither dominates). ``heat_map``
 draws the certified minimum beside the measured mean, per head and position.
 """
 
@@ -16,16 +18,19 @@ from typing import Any
 
 EVAL_SEQUENCES = 1000
 EVAL_TRIGGER = 7
+STACK_METHODS = ("box", "zonotope")  # the stack certificates: affine forms with interval remainders, zonotopes
 
 
 def is_single_head(net) -> bool:
     return len(net.layers) == 1 and net.layers[0].heads == 1 and not net.residual
 
 
-def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None = None) -> dict[str, Any]:
+def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None = None,
+                    stack_method: str = "box") -> dict[str, Any]:
     """Every certificate that applies to ``net`` (pure mathematics; no torch); ``vertex``: eta_up at
     the trigger tightened by the bound over every trigger content (``proofs.certify.eta``), refined
-    until eta_up / eta_lo is at most ``target_ratio`` (None: ``eta.TARGET_RATIO``)."""
+    until eta_up / eta_lo is at most ``target_ratio`` (None: ``eta.TARGET_RATIO``); a stack by
+    ``stack_method`` (one of STACK_METHODS; single heads ignore it)."""
     from proofs.certify import eta, heads, sink, stack, t1
 
     target_ratio = eta.TARGET_RATIO if target_ratio is None else target_ratio
@@ -38,12 +43,16 @@ def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None
         out = free.certify_relu(net, L)
         return {"type": "relu head", **out, "seconds": time.perf_counter() - start}
     heads.check_kind(net.kind)
+    if not is_single_head(net) and stack_method == "zonotope":
+        from proofs.certify import zono_stack
+
+        return {"type": "stack", "stack_method": "zonotope", **zono_stack.certify_stack(net, L)}  # 1 class per j
     if not is_single_head(net):
         # layer 0 by the stack's own search (shared across trigger positions, stopped at SEARCH_RTOL):
         # the exact single-layer certificate closes to 1e-9 but costs about as much as the rest
         out = stack.certify_stack(net, L, exact_first=False)
         out["seconds"] = time.perf_counter() - start
-        return {"type": "stack", **out}
+        return {"type": "stack", "stack_method": "box", **out}
     cert = sink.certify_head(net, L)
     h = heads.head_maps(net)
     bracket = eta.bracket(net, h, L, cert["queries"], vertex, target_ratio)
@@ -148,19 +157,41 @@ def stack_status(certified_min: float, level: float, measured_mean: float | None
     return "no useful bound"
 
 
-def stack_rows(cert: dict, measured: dict | None) -> list[list[Any]]:
+def stack_rows(cert: dict, measured: dict | None, zonotope: dict | None = None) -> list[list[Any]]:
     """Per head of a stack: measured non-trigger BOS mass (mean, min; eval set), the certified
-    minimum over every input and non-trigger query, and the verdict in words."""
+    minimum over every input and non-trigger query (and the zonotope's beside it, when given), and
+    the verdict in words, of the larger certified bound (each is sound, so their maximum is)."""
     rows = []
     for k, h in enumerate(cert["heads"]):
         mean, low = nontrigger_mass(measured, k) if measured else (None, None)
-        rows.append([f"L{h['layer']}H{h['head']}", mean, low, h["min_bos_certified"],
-                     stack_status(h["min_bos_certified"], cert["sink_level"], mean)])
+        figures = [h["min_bos_certified"]] + ([zonotope["heads"][k]["min_bos_certified"]] if zonotope else [])
+        rows.append([f"L{h['layer']}H{h['head']}", mean, low, *figures,
+                     stack_status(max(figures), cert["sink_level"], mean)])
     return rows
 
 
-STACK_COLUMNS = ["head", "measured mean (eval set, non-trigger)", "measured min (eval set)",
-                 "certified min a_i0 (every input, non-trigger)", "verdict"]
+def stack_columns(with_zonotope: bool) -> list[str]:
+    """``stack_rows``' column names."""
+    figures = ["certified min a_i0 (every input, non-trigger)"]
+    if with_zonotope:
+        figures = ["certified min a_i0, affine forms (box)", "certified min a_i0, zonotope"]
+    return ["head", "measured mean (eval set, non-trigger)", "measured min (eval set)", *figures, "verdict"]
+
+
+def first_below(cert: dict) -> list[tuple[str, int, float, float]]:
+    """Each head of a stack certificate below the sink level somewhere: (head, the first non-trigger
+    query where its bound, minimised over the trigger positions, is below the level, the bound
+    there, its certified minimum): where the bound is lost along the sequence."""
+    out = []
+    for h in cert["heads"]:
+        values = h["per_position"]
+        first = next((i for i, v in enumerate(values) if v is not None and v < cert["sink_level"]), None)
+        if first is not None:
+            out.append((f"L{h['layer']}H{h['head']}", first, values[first], h["min_bos_certified"]))
+    return out
+
+
+STACK_COLUMNS = stack_columns(False)
 
 COLUMNS = ["position", "case", "certified min a_i0 (every input)", "T1 bound 1 - f(eta_up)", "T1 check",
            "per-example bound (min, eval set)", "measured mean (eval set)", "measured min (eval set)"]

@@ -7,7 +7,8 @@ eta_lo and the T1 check beside the measured figures; writes ``certify.json`` (wi
 and ``certify.png`` (certified minimum beside the measured mean) into ``--out``. Everything is
 computed before anything is written, so bad input leaves no partial output (exit 2). ``--coq``
 adds each single-layer softmax head's minimum BOS mass checked by the Coq kernel
-(``proofs/coq/certificate``).
+(``proofs/coq/certificate``). ``--stack-method`` picks a stack's certificate: the affine forms
+(``box``, the default), the zonotopes (``zonotope``, softmax stacks) or ``both`` side by side.
 
 d and the attention kind come from the file; a training summary also fixes L (its config's),
 so the certificate is for the length the weights were trained at. ``--L`` other than that is an
@@ -38,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-ratio", type=float, default=None,
                    help="refine eta_up until eta_up / eta_lo is at most this (>= 1; default 1.1): a smaller "
                         "target is tighter and costs more; the output says whether it was met")
+    p.add_argument("--stack-method", choices=("box", "zonotope", "both"), default="box",
+                   help="a stack's certificate: affine forms with interval remainders (box, default), zonotopes "
+                        "(proofs/certify/zono_stack.py; softmax only), or both side by side")
     p.add_argument("--out", default="results/certify", help="folder for certify.json and certify.png")
     p.set_defaults(run=run)
 
@@ -46,7 +50,7 @@ def _fmt(x, digits: int = 6) -> str:
     return "-" if x is None else (f"{x:.{digits}g}" if isinstance(x, float) else str(x))
 
 
-def _print(label: str, cert: dict, rows: list) -> None:
+def _print(label: str, cert: dict, rows: list, zonotope: dict | None = None) -> None:
     from empirical.analysis.certificates import COLUMNS
 
     print(f"== {label}: {cert['kind']}, d = {cert['d']}, L = {cert['L']}, {cert['type']} ({cert['seconds']:.1f} s)")
@@ -55,15 +59,7 @@ def _print(label: str, cert: dict, rows: list) -> None:
               f"non-trigger row mass <= {cert['max_row_mass_nontrigger']:.3g}")
         return
     if cert["type"] == "stack":
-        from empirical.analysis.certificates import STACK_COLUMNS
-
-        print(f"  CPU time {cert['cpu_seconds']:.1f} s; per head the minimum over every trigger position and non-trigger query")
-        print("  " + " | ".join(STACK_COLUMNS))
-        for r in rows:
-            print("  " + " | ".join(_fmt(v) for v in r))
-        print(f"  heads with a sink certified: {cert['non_vacuous_fraction']:.2f} (>= {cert['sink_level']:g} at every "
-              f"non-trigger query); (head, query position) pairs certified >= {cert['sink_level']:g}: "
-              f"{cert['non_vacuous_query_fraction']:.2f}")
+        _print_stack(cert, rows, zonotope)
         return
     print(f"  CPU time {cert['cpu_seconds']:.1f} s")
     print("  " + " | ".join(COLUMNS))
@@ -83,6 +79,29 @@ def _print(label: str, cert: dict, rows: list) -> None:
         print(f"  T1 at eta_up: (a) {'applies' if b['pre_applies'] else 'does not apply'} (eta <= 1/12) bound "
               f"{_fmt(b['pre_bound'])}; (b) {'applies' if b['all_applies'] else 'does not apply'} (eta <= 1/120) "
               f"bound {_fmt(b['all_bound'])}; overall: {cert['t1']['overall']}")
+
+
+def _print_stack(cert: dict, rows: list, zonotope: dict | None) -> None:
+    from empirical.analysis.certificates import first_below, stack_columns
+
+    print("  per head the minimum over every trigger position and non-trigger query")
+    print("  " + " | ".join(stack_columns(zonotope is not None)))
+    for r in rows:
+        print("  " + " | ".join(_fmt(v) for v in r))
+    for c in [cert] + ([zonotope] if zonotope else []):
+        level = c["sink_level"]
+        print(f"  {c['stack_method']}: CPU time {c['cpu_seconds']:.1f} s; heads with a sink certified: "
+              f"{c['non_vacuous_fraction']:.2f} (>= {level:g} at every non-trigger query)")
+        if "non_vacuous_query_fraction" in c:
+            print(f"    (head, query position) pairs certified >= {level:g}: {c['non_vacuous_query_fraction']:.2f}")
+        if "stream_radius_after_trigger" in c:  # the zonotope's per-layer diagnostic: where the bound is lost
+            radius = c["stream_radius_after_trigger"]["per_layer"]
+            print("    mean radius per coordinate after the trigger entering each layer (contents / fresh symbols): "
+                  + ", ".join(f"L{n} {a:.3g} / {b:.3g}" for n, (a, b, _) in enumerate(radius)))
+        left = first_below(c)
+        if left:
+            print(f"    below {level:g} (head: first query, bound there; certified min): "
+                  + ", ".join(f"{h}: {i}, {v:.3g}; {m:.3g}" for h, i, v, m in left))
 
 
 def _target(e: dict) -> str:
@@ -133,6 +152,12 @@ def _coq(net, L: int, cert: dict) -> dict:
             "python_figure": cert["min_bos_nontrigger"], "python_trigger_figure": cert["max_bos_trigger"]}
 
 
+def _seeds(loaded) -> list[int] | None:
+    """The seeds certified (a training summary's members are labelled "seed N"), else None."""
+    labels = [item.label.split() for item in loaded]
+    return [int(w[1]) for w in labels] if all(len(w) == 2 and w[0] == "seed" for w in labels) else None
+
+
 def run(args: argparse.Namespace) -> int:
     from constructions import files
     from constructions.errors import BadInput
@@ -149,24 +174,35 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out} is a file, not a folder")
     loaded = weights.load(args.weights, kind=args.kind, seeds=args.seeds)
+    methods = ("box", "zonotope") if args.stack_method == "both" else (args.stack_method,)
+    if "zonotope" in methods:
+        other = sorted({i.network.kind for i in loaded if not certificates.is_single_head(i.network)} - {"softmax"})
+        if other:
+            raise BadInput(f"--stack-method {args.stack_method}: the zonotope certificate is softmax only, "
+                           f"these stacks are {', '.join(other)}")
     length = resolve_length(args.L, loaded)
     L = length["L"]
     results = []
     for item in loaded:
-        cert = certificates.certify_network(item.network, L, target_ratio=target_ratio)
+        cert = certificates.certify_network(item.network, L, target_ratio=target_ratio, stack_method=methods[0])
+        zonotope = (certificates.certify_network(item.network, L, stack_method="zonotope")
+                    if cert["type"] == "stack" and len(methods) == 2 else None)
         measured = None if args.no_measure else certificates.measure(item.network, L)
         rows = (certificates.comparison_rows(cert, measured) if cert["type"] == "single head"
-                else certificates.stack_rows(cert, measured) if cert["type"] == "stack" else [])
+                else certificates.stack_rows(cert, measured, zonotope) if cert["type"] == "stack" else [])
         if not results:
             print(length["says"])
         results.append({"label": item.label, "certificate": cert, "measured": measured, "table": rows})
-        _print(item.label, cert, rows)
+        if zonotope:
+            results[-1]["zonotope"] = zonotope
+        _print(item.label, cert, rows, zonotope)
         if args.coq:
             results[-1]["coq"] = _coq(item.network, L, cert)
     record = {"weights": str(args.weights), "length": length, "results": results, "columns": certificates.COLUMNS,
               "provenance": files.provenance({"weights": str(args.weights), "L": args.L, "kind": args.kind,
                                               "seeds": args.seeds, "measure": not args.no_measure,
-                                              "coq": args.coq, "target_ratio": target_ratio}, args.seeds),
+                                              "coq": args.coq, "target_ratio": target_ratio,
+                                              "stack_method": args.stack_method}, _seeds(loaded)),
               "target_ratio": target_ratio}
     figure = certificates.heat_map(results, out / "certify.png")
     path = files.write_json(out / "certify.json", record)
