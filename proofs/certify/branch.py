@@ -53,13 +53,12 @@ def exponent_upper(E: Exponent, lo: np.ndarray, hi: np.ndarray) -> ExponentBound
     A0 = E.a + c0 @ E.p + np.einsum("ni,ij,nj->n", c0, E.S, c0)
     grad = E.p + 2 * c0 @ E.S
     dmid = grad.copy()
-    absS = np.abs(E.S)
+    absS, off, diag_pos, absK = E.abs_parts()
     drad = 2 * r @ absS
-    off = absS - np.diag(np.diag(absS))
-    rem = (np.maximum(np.diag(E.S), 0) * r * r).sum(axis=1) + np.einsum("ni,ij,nj->n", r, off, r)
+    rem = (diag_pos * r * r).sum(axis=1) + np.einsum("ni,ij,nj->n", r, off, r)
     if E.s != 0:
         l0 = E.b + c0 @ E.K.T  # [N, R]
-        rho = r @ np.abs(E.K).T
+        rho = r @ absK.T
         cross = np.abs(l0) < rho
         sign = np.where(l0 >= 0, 1.0, -1.0)
         ratio = np.where(cross, l0 / np.where(rho > 0, rho, 1.0), sign)
@@ -71,7 +70,7 @@ def exponent_upper(E: Exponent, lo: np.ndarray, hi: np.ndarray) -> ExponentBound
         A0 = A0 + (coef * l0 + mu) @ w
         grad = grad + (coef * w) @ E.K
         dmid = dmid + E.s * (np.where(cross, 0.0, sign) * w) @ E.K
-        drad = drad + (np.where(cross, 1.0, 0.0) * w) @ np.abs(E.K)
+        drad = drad + (np.where(cross, 1.0, 0.0) * w) @ absK
     slack = E.slack()
     ub = A0 + (np.abs(grad) * r).sum(axis=1) + rem + slack
     return ExponentBounds(ub, A0, grad, dmid - drad - slack, dmid + drad + slack)
