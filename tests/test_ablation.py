@@ -42,6 +42,23 @@ def test_removing_bos_is_the_softmax_over_the_other_keys_and_keeps_relu_row_tota
     assert torch.all(cut[..., 0, 1:, 0] == 0) and torch.all(cut[..., 0, 1:, :].sum(-1)[~keeps] == 0)
 
 
+def test_removing_a_sink_whose_bos_weight_rounds_to_one_keeps_the_other_keys_in_float32():
+    """A sinking head of a real LM in float32: scores 18-25 above the other keys give a_i0 = 1.0
+    exactly (or within an ulp of it) while the other keys hold 1e-11..1e-8. Renormalised onto
+    keys 1..i the row must be the softmax over those keys, as float64 computes it, to float32's
+    relative precision; from total - a_i0 it was 0 or off by up to 100 %."""
+    L = 8
+    g = torch.Generator().manual_seed(3)
+    scores = torch.randn(1, 4, 1, L, L, generator=g, dtype=torch.float64)
+    scores[..., 0] += 18 + 7 * torch.rand(1, 4, 1, L, generator=g, dtype=torch.float64)  # the sink
+    mask = torch.ones(L, L, dtype=torch.bool).tril()
+    pattern = _softmax(scores, mask)
+    assert (pattern.float()[..., 1:, 0] == 1).any()  # the case that cancelled
+    out = bos_edits.remove_bos(pattern.float(), head=0)[..., 0, 1:, :].double()
+    want = bos_edits.remove_bos(pattern, head=0)[..., 0, 1:, :]
+    assert torch.allclose(out, want, rtol=1e-6, atol=0)
+
+
 def test_zeroing_bos_value_touches_only_that_head_and_position():
     v = torch.randn(2, 4, 5, 3, 7, dtype=torch.float64)  # [E, B, L, H, d]
     out = bos_edits.zero_bos_value(v, head=2)
