@@ -60,6 +60,7 @@ def load_model(files: dict[str, str]):
     """The model of the recorded weight files (a GGUF file, or a folder's safetensors), each
     file's sha256 checked against the record first."""
     os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TQDM_DISABLE", "1")  # the GGUF reader's bar: stderr carries only the one-line errors
     for name, digest in files.items():
         if not Path(name).is_file():
             raise BadInput(f"the probe's model file {name} is not on disk")
