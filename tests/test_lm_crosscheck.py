@@ -163,3 +163,33 @@ def test_a_changed_model_file_is_refused(probe_out, tmp_path):
     name = next(iter(record["model"]["files"]))
     with pytest.raises(BadInput, match="sha256 differs"):
         source.load_model({name: "0" * 64})
+
+
+# ---- what the cross-check found -----------------------------------------------------------------
+
+
+def _row_with_mass_one():
+    """One head, query 1 of 3 keys: float32 first-token weight exactly 1, the others tiny but exact."""
+    w = torch.zeros(1, 1, 3, 3)
+    w[0, 0, 0, 0] = 1.0
+    w[0, 0, 1, :2] = torch.tensor([1.0, 1e-9])
+    w[0, 0, 2] = torch.tensor([1.0, 1e-9, 3e-9])
+    return w
+
+
+def test_the_crosscheck_renormalises_a_row_whose_float32_mass_is_one():
+    from empirical.lm.crosscheck import attention
+
+    out = attention.remove_first(0, 0)(0, _row_with_mass_one())
+    assert out[0, 0, 1].tolist() == [0.0, 1.0, 0.0]
+    assert torch.allclose(out[0, 0, 2], torch.tensor([0.0, 0.25, 0.75]))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 34 cross-check: bos_edits.remove_bos rescales by total / (total - a_i0), "
+                   "which cancels to 0 in float32 when a_i0 rounds to 1 (37.5 % of SmolLM2 L18H8's masses): the row is "
+                   "zeroed instead of renormalised; the probe's L18H8 removed change is 2.66 nats, renormalised 3.81")
+def test_the_probe_renormalises_a_row_whose_float32_mass_is_one():
+    from empirical.training import bos_edits
+
+    out = bos_edits.remove_bos(_row_with_mass_one(), 0)
+    assert torch.allclose(out[0, 0, 2], torch.tensor([0.0, 0.25, 0.75]))
