@@ -45,8 +45,9 @@ def parser() -> argparse.ArgumentParser:
 def run(args) -> list:
     if args.texts < 1 or args.reference_texts < 1:
         raise BadInput("--texts and --reference-texts must be >= 1")
-    if args.check == "ablation":
-        checks.parse_head(args.head)  # before the model loads
+    if args.check == "ablation":  # the options against the record before the model loads
+        checks.parse_head(args.head)
+        checks.probed_ablation(source.read_record(args.probe_out), args.head, args.texts)
     probe = source.open_run(args.probe_out)
     if args.check == "families":
         return checks.families(probe, tuple(n for n in args.families.split(",") if n))

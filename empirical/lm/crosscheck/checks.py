@@ -73,6 +73,17 @@ def parse_head(name: str) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
+def probed_ablation(record: dict, head: str, texts: int) -> dict:
+    """The probe's ``removed`` entry of ``head``; bad input unless it averaged exactly ``texts`` texts."""
+    row = next((r for r in record.get("heads", []) if r["name"] == head), None)
+    if row is None or "ablation" not in row:
+        raise BadInput(f"probe.json has no ablation of {head}")
+    probe = row["ablation"]["removed"]
+    if probe["texts"] != texts:
+        raise BadInput(f"the probe averaged {head} over {probe['texts']} text(s); give --texts {probe['texts']}")
+    return probe
+
+
 def removed_losses(model, ids: torch.Tensor, layer: int, head: int, renormalise: bool = True) -> torch.Tensor:
     with attention.patched(model, attention.remove_first(layer, head, renormalise)):
         return attention.token_losses(model, ids)
@@ -82,12 +93,7 @@ def ablation(run: source.ProbeRun, head: str, texts: int, reference_texts: int =
     """The head's mean ``removed`` loss change over the first ``texts`` ablation texts (which must be
     the texts the probe averaged for it), the rounding gap measured on the first ``reference_texts``."""
     layer, h = parse_head(head)
-    row = next((r for r in run.record["heads"] if r["name"] == head), None)
-    if row is None or "ablation" not in row:
-        raise BadInput(f"probe.json has no ablation of {head}")
-    probe = row["ablation"]["removed"]
-    if probe["texts"] != texts:
-        raise BadInput(f"the probe averaged {head} over {probe['texts']} text(s); give --texts {probe['texts']}")
+    probe = probed_ablation(run.record, head, texts)
     ids = run.ids[:texts]
     clean, ablated = attention.token_losses(run.model, ids), removed_losses(run.model, ids, layer, h, renormalise)
     K = max(1, min(reference_texts, texts))
