@@ -185,10 +185,10 @@ def test_the_crosscheck_renormalises_a_row_whose_float32_mass_is_one():
     assert torch.allclose(out[0, 0, 2], torch.tensor([0.0, 0.25, 0.75]))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34 cross-check: bos_edits.remove_bos rescales by total / (total - a_i0), "
-                   "which cancels to 0 in float32 when a_i0 rounds to 1 (37.5 % of SmolLM2 L18H8's masses): the row is "
-                   "zeroed instead of renormalised; the probe's L18H8 removed change is 2.66 nats, renormalised 3.81")
 def test_the_probe_renormalises_a_row_whose_float32_mass_is_one():
+    """The defect this cross-check found (SmolLM2 L18H8's removed change read 2.66 nats where the
+    renormalised row gives 3.81): ``bos_edits.remove_bos`` took the other keys' mass as
+    total - a_i0, which is 0 in float32 when a_i0 rounds to 1; it now sums them."""
     from empirical.training import bos_edits
 
     out = bos_edits.remove_bos(_row_with_mass_one(), 0)
