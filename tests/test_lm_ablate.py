@@ -21,7 +21,7 @@ def test_batched_ablation_equals_one_head_at_a_time(texts, max_tokens):
     model = tiny_llama(kv_heads=2, layers=3)
     x_ids = ids(n=texts, T=10)
     clean = ablate.clean_run(model, x_ids)
-    variants = [(h, kind) for kind in ablate.ABLATIONS for h in range(4)]
+    variants = [(h, kind) for kind in ablate.KINDS for h in range(4)]
     moved = 0.0
     for layer in range(3):
         got = ablate.batched_losses(model, clean, x_ids, layer, variants, max_tokens=max_tokens)
