@@ -8,6 +8,8 @@ For head h of layer l, two ablations (``empirical.analysis.ablation``'s, on a la
   is left alone;
 - ``value_zeroed``: the first token's value is zeroed for this query head only (other query
   heads that share its key/value head keep it): its output at query i loses a_i0 u_0.
+- ``zeroed`` (``ZEROED``, not a first-token ablation): the head's whole output W_O^h a V_h is
+  removed at every query, query 0 included (``empirical.lm.zeroing``'s verdict: zeroable at no loss).
 
 A forward hook on v_proj keeps the layer's values, and a forward hook on the attention module
 adds the head's change to the module's output, W_O^h (a' - a) V_h, computed from the weights
