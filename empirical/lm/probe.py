@@ -56,12 +56,13 @@ class ProbeConfig:
     bound_texts: int = 17  # texts that carry the float64 recomputation and the SPEC bound
     screen_texts: int = 1  # ablation texts every head runs on (0: all of them)
     family_texts: int = families.FAMILY_TEXTS
+    zeroing_texts: int = zeroing.ZEROING_TEXTS  # ablation texts the head zeroing runs on (its cost)
 
     def check(self) -> None:
         for name in ("ablation_texts", "screen_texts"):
             if getattr(self, name) < 0:
                 raise BadInput(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        for name in ("batch", "solver_iters", "bound_texts", "family_texts"):
+        for name in ("batch", "solver_iters", "bound_texts", "family_texts", "zeroing_texts"):
             if getattr(self, name) < 1:
                 raise BadInput(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
 
@@ -126,10 +127,10 @@ def run(config: ProbeConfig, out: Path, bar=None) -> tuple[load.LoadedModel, pro
     if config.ablation_texts > 0:
         key = _key(loaded, probe_set, config.ablation_texts, config.screen_texts, ablate.KINDS,
                    functional.SCREEN_FRACTION * ablate.FUNCTIONAL_LOSS_INCREASE,
-                   zeroing.SCREEN_FACTOR * zeroing.NO_LOSS_INCREASE)  # what the screen ran and kept
+                   zeroing.SCREEN_FACTOR * zeroing.NO_LOSS_INCREASE, config.zeroing_texts)  # what ran and was kept
         with phases.phase("ablations"):
             measured.ablation = _ablate(loaded.model, ids[:config.ablation_texts], config.screen_texts,
-                                        work / f"ablate-{key}", bar, measured.checks)
+                                        config.zeroing_texts, work / f"ablate-{key}", bar, measured.checks)
         phases.mark("ablations")
     measured.phases = phases.read()
     return loaded, probe_set, measured
@@ -239,10 +240,12 @@ def _families(loaded, ids: torch.Tensor, bos_id, config: ProbeConfig, work: Path
     return scores, bounded
 
 
-def _ablate(model, ids: torch.Tensor, screen_texts: int, work: Path, bar, checks: dict[str, float]) -> dict[str, np.ndarray]:
+def _ablate(model, ids: torch.Tensor, screen_texts: int, zeroing_texts: int, work: Path, bar,
+            checks: dict[str, float]) -> dict[str, np.ndarray]:
     geo = extract.geometry(model)
     n_layers, A = len(extract.layers(model)), len(ids)
     S = min(screen_texts or A, A)
+    Z = max(min(zeroing_texts, A), S)  # the zeroing's texts: the screen's and up to zeroing_texts
     variants = [(h, kind) for kind in ablate.KINDS for h in range(geo.heads)]
     clean = ablate.clean_run(model, ids[:S])
     final = ablate.logits(model, clean.final)
@@ -261,14 +264,20 @@ def _ablate(model, ids: torch.Tensor, screen_texts: int, work: Path, bar, checks
     clean_loss = clean.loss.cpu().numpy()
     if S < A:
         go = _continues(variants, losses[..., :S] - clean_loss)
+        zeroed = np.array([kind == ablate.ZEROED for _, kind in variants])
         rest = ablate.clean_run(model, ids[S:])
-        _ablate_part(model, rest, ids[S:], variants, [np.flatnonzero(go[:, n]).tolist() for n in range(n_layers)],
+        _ablate_part(model, rest, ids[S:], variants, [np.flatnonzero(go[:, n] & ~zeroed).tolist() for n in range(n_layers)],
                      losses[..., S:], work / "rest", bar)
+        if Z > S:  # the zeroing over texts S..Z-1 only (its cost: most heads pass its screen)
+            _ablate_part(model, ablate.clean_run(model, ids[S:Z]), ids[S:Z], variants,
+                         [np.flatnonzero(go[:, n] & zeroed).tolist() for n in range(n_layers)],
+                         losses[..., S:Z], work / "zeroing", bar)
         clean_loss = np.concatenate([clean_loss, rest.loss.cpu().numpy()])
     result = {kind: losses[[v for v, (_, k) in enumerate(variants) if k == kind]].transpose(1, 0, 2)
               for kind in ablate.KINDS}  # [L, H, A]
     result["clean"] = clean_loss
     result["screen_texts"] = np.int64(S)
+    result["zeroing_texts"] = np.int64(Z)
     return result
 
 

@@ -96,7 +96,8 @@ def head_rows(measured) -> list[dict[str, Any]]:
                     "texts": int(v["texts"][k]), "screened_out": bool(v["screened_out"][k]),
                     "functional": bool(v["functional"][k])}
         if ablate.ZEROED in measured.ablation:
-            z = zeroing.verdicts(ablation_changes(measured.ablation, ablate.ZEROED))
+            Z = int(measured.ablation["zeroing_texts"])
+            z = zeroing.verdicts(ablation_changes(measured.ablation, ablate.ZEROED)[:, :Z])
             for k, row in enumerate(rows):
                 row["ablation"][ablate.ZEROED] = {
                     "loss_change": z["mean"][k], "interval_95": [z["lower"][k], z["upper"][k]],
@@ -154,7 +155,7 @@ def summary(measured, rows: list[dict[str, Any]]) -> dict[str, Any]:
             out[f"largest_loss_change_{kind}"] = {"head": rows[worst]["name"], "loss_change": changes[worst],
                                                   "interval_95": rows[worst]["ablation"][kind]["interval_95"]}
         if ablate.ZEROED in measured.ablation:
-            out["zeroing"] = zeroing.summary(rows)
+            out["zeroing"] = {**zeroing.summary(rows), "texts": int(measured.ablation["zeroing_texts"])}
     return out
 
 
@@ -252,7 +253,8 @@ def headline(s: dict[str, Any]) -> list[str]:
                              f"{e['texts']}: {len(e['functional'])}" for e in s[f"functional_by_texts_{kind}"]))
     if "zeroing" in s:
         z = s["zeroing"]
-        lines.append(f"head zeroing (95 % interval below {z['no_loss_threshold_nats']} nats, one head at a time): "
+        lines.append(f"head zeroing (95 % interval below {z['no_loss_threshold_nats']} nats over {z['texts']} texts, "
+                     "one head at a time): "
                      f"{len(z['zeroable'])} of {z['heads']} heads zeroable ({z['zeroable_fraction']:.1%}); "
                      f"{z['not_shown_zeroable_screened_out']} screened out (not shown zeroable); of the "
                      f"{z['mostly_dormant_heads']} mostly dormant heads {z['zeroable_and_mostly_dormant']} zeroable, of the "
