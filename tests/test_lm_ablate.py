@@ -21,7 +21,7 @@ def test_batched_ablation_equals_one_head_at_a_time(texts, max_tokens):
     model = tiny_llama(kv_heads=2, layers=3)
     x_ids = ids(n=texts, T=10)
     clean = ablate.clean_run(model, x_ids)
-    variants = [(h, kind) for kind in ablate.ABLATIONS for h in range(4)]
+    variants = [(h, kind) for kind in ablate.KINDS for h in range(4)]
     moved = 0.0
     for layer in range(3):
         got = ablate.batched_losses(model, clean, x_ids, layer, variants, max_tokens=max_tokens)
@@ -53,3 +53,26 @@ def test_chunked_loss_equals_the_whole_batch():
     clean = ablate.clean_run(model, x_ids)
     hidden = ablate.replay_hidden(model, clean, 0)
     assert (ablate.chunked_loss(model, hidden, x_ids, rows=2) - clean.loss).abs().max().item() <= TOL
+
+
+def test_token_loss_equals_float64_cross_entropy():
+    """The logsumexp form against torch's own cross-entropy of the float64 logits, next-token shift
+    included (a target read one position off, or the logsumexp left out, is far from it)."""
+    gen = torch.Generator().manual_seed(0)
+    logits = 4 * torch.randn(3, 7, 50, generator=gen)
+    x_ids = torch.randint(0, 50, (3, 7), generator=gen)
+    want = torch.stack([torch.nn.functional.cross_entropy(logits[b, :-1].double(), x_ids[b, 1:]) for b in range(3)])
+    got = ablate.token_loss(logits, x_ids)
+    assert got.dtype == torch.float64 and (got - want).abs().max().item() <= 1e-12
+    shifted = torch.stack([torch.nn.functional.cross_entropy(logits[b, :-1].double(), x_ids[b, :-1]) for b in range(3)])
+    assert (got - shifted).abs().max().item() > 1e-2
+
+
+def test_qr_runs_on_one_thread_and_restores_the_count():
+    from empirical.lm import heads
+
+    before = torch.get_num_threads()
+    W = torch.randn(3, 20, 4, dtype=torch.float64)
+    Q, R = heads._qr_one_thread(W)
+    assert torch.get_num_threads() == before
+    assert (Q @ R - W).abs().max().item() <= 1e-12

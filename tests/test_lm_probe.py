@@ -294,14 +294,18 @@ def test_probe_command_end_to_end_and_resume(tmp_path, monkeypatch):
     texts.write_text("\n".join(" ".join(f"w{i}" for i in gen.integers(2, 48, 12)) for _ in range(5)) + "\n")
     out = tmp_path / "out"
     args = [str(folder), "--texts", str(texts), "--tokens", "10", "--ablation-texts", "4", "--screen-texts", "2",
-            "--bound-texts", "3", "--family-texts", "3", "--batch", "2", "--threads", "1", "--out", str(out)]
+            "--bound-texts", "3", "--family-texts", "3", "--batch", "2", "--threads", "1", "--zeroing-texts", "3", "--out", str(out)]
     assert cli.main(["probe", *args, "--bos"]) == 0
     record = json.loads((out / "probe.json").read_text())
     s = record["summary"]
     assert s["max_bound_minus_mass"] <= 1e-9 and s["violations"] == 0
     assert max(v for k, v in s["checks"].items() if k.startswith("max_")) <= TOL
     assert len(record["heads"]) == 8 and record["texts"]["bos"] == 1 and record["texts"]["first_tokens"] == ["w1"]
-    assert {"removed", "value_zeroed"} <= set(record["heads"][0]["ablation"])
+    assert set(record["heads"][0]["ablation"]) == {"removed", "value_zeroed", "zeroed"}
+    z = s["zeroing"]
+    assert z["heads"] == 8 and len(z["zeroable"]) == round(8 * z["zeroable_fraction"])
+    assert z["texts"] == 3 and all(h["ablation"]["zeroed"]["texts"] in (2, 3) for h in record["heads"])
+    assert all(not h["ablation"]["zeroed"]["zeroable"] or h["ablation"]["zeroed"]["texts"] == 3 for h in record["heads"])
     assert s["bound_texts"] == 3 and s["ablation_texts"] == 4 and s["ablation_screen_texts"] == 2
     assert set(s["families"]) == {"natural", "random", "repeated"} and s["families"]["natural"]["sequences"] == 5
     assert s["repeated_bound"]["violations"] == 0 and s["repeated_bound"]["max_mass_minus_bound"] <= 1e-12
@@ -310,7 +314,8 @@ def test_probe_command_end_to_end_and_resume(tmp_path, monkeypatch):
     assert a["texts"] in (2, 4) and a["screened_out"] == (a["texts"] == 2)
     assert record["model"]["files"] and record["provenance"]["versions"]["torch"]
     for name in ("probe_heads.png", "probe_mass_vs_output.png", "pairs.npz", "probe_families.png",
-                 "probe_repeated_bound.png", "probe_ablation_removed.png", "probe_ablation_value_zeroed.png"):
+                 "probe_repeated_bound.png", "probe_ablation_removed.png", "probe_ablation_value_zeroed.png",
+                 "probe_ablation_zeroed.png"):
         assert (out / name).stat().st_size > 0
     assert not (out / probe.WORK_DIR).exists()
     # Resume: a run stopped after its checkpoints repeats none of the work.
@@ -322,7 +327,7 @@ def test_probe_command_end_to_end_and_resume(tmp_path, monkeypatch):
     _, _, again = probe.run(config, out)
     for k in first.pairs:
         assert np.array_equal(first.pairs[k], again.pairs[k])
-    for kind in ablate.ABLATIONS:
+    for kind in ablate.KINDS:
         assert np.array_equal(first.ablation[kind], again.ablation[kind], equal_nan=True)
 
 

@@ -8,6 +8,8 @@ For head h of layer l, two ablations (``empirical.analysis.ablation``'s, on a la
   is left alone;
 - ``value_zeroed``: the first token's value is zeroed for this query head only (other query
   heads that share its key/value head keep it): its output at query i loses a_i0 u_0.
+- ``zeroed`` (``ZEROED``, not a first-token ablation): the head's whole output W_O^h a V_h is
+  removed at every query, query 0 included (``empirical.lm.zeroing``'s verdict: zeroable at no loss).
 
 A forward hook on v_proj keeps the layer's values, and a forward hook on the attention module
 adds the head's change to the module's output, W_O^h (a' - a) V_h, computed from the weights
@@ -40,7 +42,9 @@ from empirical.training import bos_edits
 from . import extract
 
 FUNCTIONAL_LOSS_INCREASE = 0.05  # nats per token; see the module docstring
-ABLATIONS = bos_edits.ABLATIONS  # ("removed", "value_zeroed")
+ABLATIONS = bos_edits.ABLATIONS  # ("removed", "value_zeroed"): the first-token ablations
+ZEROED = "zeroed"  # the head's whole output removed (``empirical.lm.zeroing``'s verdict)
+KINDS = (*ABLATIONS, ZEROED)  # every head change ``head_change`` applies
 BATCH_TOKENS = 8192  # tokens per batched replay: large enough for efficient matrix products, small in memory
 LOSS_ENTRIES = 1 << 25  # logits per lm_head call (texts x T x vocab): 256 MB as float64 (SmolLM2: 10 texts of 64)
 
@@ -55,9 +59,12 @@ class CleanRun:
 
 
 def token_loss(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy per text: logits [B, T, V], ids [B, T] -> [B]."""
-    lp = torch.log_softmax(logits[:, :-1].to(torch.float64), dim=-1)
-    return -lp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).mean(dim=-1)
+    """Mean next-token cross-entropy per text: logits [B, T, V], ids [B, T] -> [B], in float64:
+    logsumexp of the logits less the target's logit, the same figure as the log_softmax at the
+    target without materialising the whole [B, T, V] log_softmax (a second float64 copy)."""
+    logits = logits[:, :-1]
+    target = logits.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).to(torch.float64)
+    return (torch.logsumexp(logits.to(torch.float64), dim=-1) - target).mean(dim=-1)
 
 
 @torch.no_grad()
@@ -93,8 +100,9 @@ def replay(model, clean: CleanRun, start: int) -> torch.Tensor:
 
 def head_change(weights: torch.Tensor, values: torch.Tensor, W_h: torch.Tensor, head: int, kv_head: int,
                 head_dim: int, kind: str) -> torch.Tensor:
-    """The change [B, T, D] of the attention module's output when head ``head``'s first-token
-    attention is ablated (``kind``): W_O^h (a' - a) V_h, in the weights' dtype."""
+    """The change [B, T, D] of the attention module's output when head ``head`` is ablated
+    (``kind``): W_O^h (a' - a) V_h, in the weights' dtype; for ``zeroed`` a' = 0, so the head's
+    whole output W_O^h a V_h is removed."""
     B, H, T, _ = weights.shape
     v_h = values.view(B, T, -1, head_dim)[:, :, kv_head]  # [B, T, dh]
     a = weights[:, head]  # [B, T, T]
@@ -103,8 +111,10 @@ def head_change(weights: torch.Tensor, values: torch.Tensor, W_h: torch.Tensor, 
     elif kind == "value_zeroed":
         change = torch.zeros_like(a)
         change[..., 0] = -a[..., 0]  # the head reads nothing at position 0
+    elif kind == ZEROED:
+        change = -a  # every query, query 0 included: the head writes nothing
     else:
-        raise ValueError(f"unknown ablation {kind!r}; valid: {', '.join(ABLATIONS)}")
+        raise ValueError(f"unknown ablation {kind!r}; valid: {', '.join(KINDS)}")
     return (change @ v_h) @ W_h.T.to(v_h.dtype)
 
 

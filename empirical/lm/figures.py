@@ -12,7 +12,8 @@
   last query against the proposition's bound there (the diagonal: a point above it would
   contradict the proposition);
 - ``ablation_intervals``: each head's mean loss change with its bootstrap 95 % interval, sorted,
-  with the functional threshold; screened-out heads in grey at their screen value.
+  with the functional threshold (the zeroing: the no-loss threshold); screened-out heads in grey
+  at their screen value.
 
 Each returns PNG bytes, so the command writes files only once everything has rendered.
 """
@@ -23,7 +24,7 @@ import numpy as np
 
 from empirical.training.figures import _plt, png_bytes
 
-from . import ablate
+from . import ablate, zeroing
 
 SCATTER_POINTS = 200_000
 SCATTER_SEED = 0
@@ -37,10 +38,11 @@ def head_maps(grids: dict[str, np.ndarray], title: str) -> bytes:
 
     plt = _plt()
     panels = [("mass", "mean first-token mass (queries >= 1)", "viridis", Normalize(0.0, 1.0))]
-    for kind in ("removed", "value_zeroed"):
+    for kind in ablate.KINDS:
         if kind in grids:
             lim = max(float(np.abs(grids[kind]).max()), 2 * LOSS_LINEAR_WITHIN)
-            panels.append((kind, f"loss change, first token {kind.replace('_', ' ')}\n(nats/token, symmetric log "
+            what = "head zeroed" if kind == ablate.ZEROED else f"first token {kind.replace('_', ' ')}"
+            panels.append((kind, f"loss change, {what}\n(nats/token, symmetric log "
                                  f"scale, linear within +-{LOSS_LINEAR_WITHIN})", "RdBu_r",
                            SymLogNorm(LOSS_LINEAR_WITHIN, vmin=-lim, vmax=lim)))
     L, H = grids["mass"].shape
@@ -126,20 +128,25 @@ def repeated_vs_bound(rows: list[dict], T: int, title: str) -> bytes:
 
 
 def ablation_intervals(rows: list[dict], kind: str, threshold: float, title: str) -> bytes:
+    """For a first-token ablation the verdict is ``functional`` (interval above ``threshold``),
+    for the zeroing ``zeroable`` (interval below it)."""
     plt = _plt()
     a = [r["ablation"][kind] for r in rows]
+    verdict = "zeroable" if kind == ablate.ZEROED else "functional"
     order = np.argsort([x["loss_change"] for x in a])[::-1]
     fig, ax = plt.subplots(figsize=(max(6.4, 0.03 * len(rows)), 4.2))
     for pos, k in enumerate(order):
         x = a[k]
-        colour = "#d62728" if x["functional"] else ("#b0b0b0" if x["screened_out"] else "#1f77b4")
+        colour = "#d62728" if x[verdict] else ("#b0b0b0" if x["screened_out"] else "#1f77b4")
         lo, hi = x["interval_95"]
         ax.plot([pos, pos], [lo, hi], color=colour, lw=1.2)
         ax.plot(pos, x["loss_change"], "o", ms=2, color=colour)
-    ax.axhline(threshold, color="black", lw=0.8, ls="--", label=f"threshold {threshold} nats (functional: whole interval above)")
+    side = "below" if verdict == "zeroable" else "above"
+    ax.axhline(threshold, color="black", lw=0.8, ls="--", label=f"threshold {threshold} nats ({verdict}: whole interval {side})")
     ax.set_yscale("symlog", linthresh=LOSS_LINEAR_WITHIN)
-    ax.set_xlabel("heads, by mean loss change (red: functional; blue: ran on every text; grey: screened out)", fontsize=8)
-    ax.set_ylabel(f"loss change, first token {kind.replace('_', ' ')} (nats/token)", fontsize=8)
+    ax.set_xlabel(f"heads, by mean loss change (red: {verdict}; blue: ran on every text; grey: screened out)", fontsize=8)
+    what = "head zeroed" if kind == ablate.ZEROED else f"first token {kind.replace('_', ' ')}"
+    ax.set_ylabel(f"loss change, {what} (nats/token)", fontsize=8)
     ax.set_title(f"{title}\nmean over texts with bootstrap 95 % interval", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7)
@@ -156,6 +163,8 @@ def result_figures(rows: list[dict], grids: dict[str, np.ndarray], T: int, name:
     if rows and "repeated_bound" in rows[0]:
         out["probe_repeated_bound.png"] = repeated_vs_bound(rows, T, f"{name}: Gu et al.'s repeated-token bound")
     for kind in (rows[0].get("ablation", {}) if rows else {}):
-        out[f"probe_ablation_{kind}.png"] = ablation_intervals(rows, kind, ablate.FUNCTIONAL_LOSS_INCREASE,
-                                                               f"{name}: first token {kind}")
+        zeroed = kind == ablate.ZEROED
+        out[f"probe_ablation_{kind}.png"] = ablation_intervals(
+            rows, kind, zeroing.NO_LOSS_INCREASE if zeroed else ablate.FUNCTIONAL_LOSS_INCREASE,
+            f"{name}: {'head zeroed' if zeroed else 'first token ' + kind}")
     return out

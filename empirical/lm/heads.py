@@ -61,13 +61,13 @@ def layer_quantities(model, layer: int, pattern: torch.Tensor, v: torch.Tensor,
     ``value_norm_mean`` and ``gu_alpha0``."""
     geo = geo or extract.geometry(model)
     B, H, T, _ = pattern.shape
+    slices = torch.stack([extract.output_slice(model, layer, h, geo) for h in range(H)])  # [H, D, dh]
+    _, Rs = _qr_one_thread(slices)
     images, reduced = [], []
     for h in range(H):
-        W_h = extract.output_slice(model, layer, h, geo)  # [D, dh]
-        _, R = torch.linalg.qr(W_h)
         v_h = v[:, geo.kv_head(h)]  # [B, T, dh]
-        images.append(v_h @ W_h.T)  # [B, T, D]: u_k
-        reduced.append(v_h @ R.T)  # [B, T, dh]: R v_k, same Gram matrix
+        images.append(v_h @ slices[h].T)  # [B, T, D]: u_k
+        reduced.append(v_h @ Rs[h].T)  # [B, T, dh]: R v_k, same Gram matrix
     U = torch.stack(images)  # [H, B, T, D]
     a = pattern.transpose(0, 1)  # [H, B, T, T]
     out_norm = (a @ U).norm(dim=-1)[..., 1:]  # [H, B, T-1]: ||o_i||, queries 1..T-1
@@ -78,6 +78,18 @@ def layer_quantities(model, layer: int, pattern: torch.Tensor, v: torch.Tensor,
     return {"mass": a[..., 1:, 0], "output_norm": out_norm, "bound": spec, "delta_lower": lower,
             "delta_upper": upper, "u0_norm": u0_norm, "value_norm_mean": U[:, :, 1:].norm(dim=-1).mean(dim=-1),
             "gu_alpha0": gu_scores(pattern)[..., 0].transpose(0, 1)}
+
+
+def _qr_one_thread(matrices: torch.Tensor):
+    """Batched QR on one thread. The [576, 64] factorisations are too small for LAPACK's threads:
+    on SmolLM2 at 2 threads they cost 10x the CPU of one (0.06-0.1 s a layer against 6 ms,
+    measured on the shared 2-core host), 27 of the measure stage's CPU seconds."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return torch.linalg.qr(matrices)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _delta_bounds(reduced: torch.Tensor, images: torch.Tensor, out_norm: torch.Tensor,

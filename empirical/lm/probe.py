@@ -13,9 +13,10 @@ the measurements; the folder is removed once ``probe.json`` is written:
 2. ``families``: Gu's score on every text of each input family (``families``) from the model's
    float32 weights, and on the repeated family the bound of ``repeated`` per layer (float64);
 3. ``ablate``: the first ``screen_texts`` of the ``ablation_texts`` texts for every (head,
-   ablation), then the rest for those that pass ``functional.continues``; batched
+   ablation), the two first-token ablations and the head zeroing, then the rest for those that
+   pass ``functional.continues`` (``zeroing.continues`` for the zeroing); batched
    (``ablate.batched_losses``), one checkpoint per layer and part; a replay check and a check of
-   the batched ablation against the one-head-at-a-time one.
+   the batched ablation and zeroing against the one-head-at-a-time ones.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from constructions.errors import BadInput
 from constructions.files import write_atomic
 from empirical.host import usage
 
-from . import ablate, extract, families, functional, heads, load, repeated
+from . import ablate, extract, families, functional, heads, load, repeated, zeroing
 from . import texts as probe_texts
 
 WORK_DIR = ".probe-work"
@@ -55,12 +56,13 @@ class ProbeConfig:
     bound_texts: int = 17  # texts that carry the float64 recomputation and the SPEC bound
     screen_texts: int = 1  # ablation texts every head runs on (0: all of them)
     family_texts: int = families.FAMILY_TEXTS
+    zeroing_texts: int = zeroing.ZEROING_TEXTS  # ablation texts the head zeroing runs on (its cost)
 
     def check(self) -> None:
         for name in ("ablation_texts", "screen_texts"):
             if getattr(self, name) < 0:
                 raise BadInput(f"--{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
-        for name in ("batch", "solver_iters", "bound_texts", "family_texts"):
+        for name in ("batch", "solver_iters", "bound_texts", "family_texts", "zeroing_texts"):
             if getattr(self, name) < 1:
                 raise BadInput(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
 
@@ -123,10 +125,12 @@ def run(config: ProbeConfig, out: Path, bar=None) -> tuple[load.LoadedModel, pro
     bounded = measured.families["natural"]["gu_alpha0"][..., :config.bound_texts]
     measured.checks["max_gu_alpha0_float32_vs_float64"] = float(np.abs(bounded - measured.per_text["gu_alpha0"]).max())
     if config.ablation_texts > 0:
-        key = _key(loaded, probe_set, config.ablation_texts, config.screen_texts)
+        key = _key(loaded, probe_set, config.ablation_texts, config.screen_texts, ablate.KINDS,
+                   functional.SCREEN_FRACTION * ablate.FUNCTIONAL_LOSS_INCREASE,
+                   zeroing.SCREEN_FACTOR * zeroing.NO_LOSS_INCREASE, config.zeroing_texts)  # what ran and was kept
         with phases.phase("ablations"):
             measured.ablation = _ablate(loaded.model, ids[:config.ablation_texts], config.screen_texts,
-                                        work / f"ablate-{key}", bar, measured.checks)
+                                        config.zeroing_texts, work / f"ablate-{key}", bar, measured.checks)
         phases.mark("ablations")
     measured.phases = phases.read()
     return loaded, probe_set, measured
@@ -236,11 +240,13 @@ def _families(loaded, ids: torch.Tensor, bos_id, config: ProbeConfig, work: Path
     return scores, bounded
 
 
-def _ablate(model, ids: torch.Tensor, screen_texts: int, work: Path, bar, checks: dict[str, float]) -> dict[str, np.ndarray]:
+def _ablate(model, ids: torch.Tensor, screen_texts: int, zeroing_texts: int, work: Path, bar,
+            checks: dict[str, float]) -> dict[str, np.ndarray]:
     geo = extract.geometry(model)
     n_layers, A = len(extract.layers(model)), len(ids)
     S = min(screen_texts or A, A)
-    variants = [(h, kind) for kind in ablate.ABLATIONS for h in range(geo.heads)]
+    Z = max(min(zeroing_texts, A), S)  # the zeroing's texts: the screen's and up to zeroing_texts
+    variants = [(h, kind) for kind in ablate.KINDS for h in range(geo.heads)]
     clean = ablate.clean_run(model, ids[:S])
     final = ablate.logits(model, clean.final)
     for start in (0, n_layers // 2):  # the replay is the model's own forward from that layer on
@@ -252,18 +258,37 @@ def _ablate(model, ids: torch.Tensor, screen_texts: int, work: Path, bar, checks
     middle, (h, kind) = n_layers // 2, variants[0]  # batched against one head at a time, on the real model
     checks["max_batched_vs_single_ablation"] = float(np.abs(
         losses[0, middle, :S] - ablate.ablated_loss(model, clean, ids[:S], middle, h, kind, geo).cpu().numpy()).max())
+    z = variants.index((h, ablate.ZEROED))
+    checks["max_batched_vs_single_zeroing"] = float(np.abs(
+        losses[z, middle, :S] - ablate.ablated_loss(model, clean, ids[:S], middle, h, ablate.ZEROED, geo).cpu().numpy()).max())
     clean_loss = clean.loss.cpu().numpy()
     if S < A:
-        go = functional.continues((losses[..., :S] - clean_loss).reshape(-1, S)).reshape(len(variants), n_layers)
+        go = _continues(variants, losses[..., :S] - clean_loss)
+        zeroed = np.array([kind == ablate.ZEROED for _, kind in variants])
         rest = ablate.clean_run(model, ids[S:])
-        _ablate_part(model, rest, ids[S:], variants, [np.flatnonzero(go[:, n]).tolist() for n in range(n_layers)],
+        _ablate_part(model, rest, ids[S:], variants, [np.flatnonzero(go[:, n] & ~zeroed).tolist() for n in range(n_layers)],
                      losses[..., S:], work / "rest", bar)
+        if Z > S:  # the zeroing over texts S..Z-1 only (its cost: most heads pass its screen)
+            _ablate_part(model, ablate.clean_run(model, ids[S:Z]), ids[S:Z], variants,
+                         [np.flatnonzero(go[:, n] & zeroed).tolist() for n in range(n_layers)],
+                         losses[..., S:Z], work / "zeroing", bar)
         clean_loss = np.concatenate([clean_loss, rest.loss.cpu().numpy()])
     result = {kind: losses[[v for v, (_, k) in enumerate(variants) if k == kind]].transpose(1, 0, 2)
-              for kind in ablate.ABLATIONS}  # [L, H, A]
+              for kind in ablate.KINDS}  # [L, H, A]
     result["clean"] = clean_loss
     result["screen_texts"] = np.int64(S)
+    result["zeroing_texts"] = np.int64(Z)
     return result
+
+
+def _continues(variants, screen_changes: np.ndarray) -> np.ndarray:
+    """[V, L] booleans from ``screen_changes`` [V, L, S]: a first-token ablation continues past the
+    screen when it may be functional (``functional.continues``), a zeroing when it may be zeroable
+    (``zeroing.continues``)."""
+    V, L, S = screen_changes.shape
+    flat = screen_changes.reshape(-1, S)
+    zeroed = np.repeat([kind == ablate.ZEROED for _, kind in variants], L)
+    return np.where(zeroed, zeroing.continues(flat), functional.continues(flat)).reshape(V, L)
 
 
 def _ablate_part(model, clean, ids, variants, chosen: list[list[int]], out: np.ndarray, work: Path, bar) -> None:

@@ -26,7 +26,7 @@ def test_default_probe_phases(request, tmp_path):
     from empirical.host.device import owned_cores
     import torch
 
-    from empirical.lm import probe
+    from empirical.lm import ablate, probe
 
     torch.set_num_threads(owned_cores())
     load_start = usage.load_average()
@@ -39,3 +39,4 @@ def test_default_probe_phases(request, tmp_path):
     FIGURES.append(f"probe smollm2 total (no figures): {total:.1f} s wall, "
                    f"{sum(p['cpu_s'] for p in measured.phases.values()):.1f} s CPU ({host})")
     assert measured.ablation is not None and set(measured.families) == {"natural", "random", "repeated"}
+    assert set(ablate.KINDS) <= set(measured.ablation)  # the head zeroing rides in the ablations phase

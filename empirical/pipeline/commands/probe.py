@@ -29,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--screen-texts", type=int, default=1,
                    help="texts every (head, ablation) runs on; only those whose loss rises by more than half the "
                         "0.05-nat threshold there continue over the rest (default 1; 0: every head on every text)")
+    p.add_argument("--zeroing-texts", type=int, default=8,
+                   help="ablation texts the head zeroing runs on (default 8; up to --ablation-texts)")
     p.add_argument("--bound-texts", type=int, default=17,
                    help="texts that carry the float64 recomputation and the SPEC bound (default 17, one batch)")
     p.add_argument("--family-texts", type=int, default=32,
@@ -68,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--threads must be >= 1, got {args.threads}")
     torch.set_num_threads(args.threads or owned_cores())
     config = probe.ProbeConfig(args.model, args.texts, args.tokens, args.bos, args.ablation_texts, args.batch,
-                               args.solver_iters, device, args.bound_texts, args.screen_texts, args.family_texts)
+                               args.solver_iters, device, args.bound_texts, args.screen_texts, args.family_texts,
+                               args.zeroing_texts)
     start = time.perf_counter()
     loaded, probe_set, measured = probe.run(config, out, bar=_bar if sys.stderr.isatty() else None)
     paths = _write(out, config, loaded, probe_set, measured, time.perf_counter() - start)
