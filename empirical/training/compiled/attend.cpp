@@ -20,10 +20,8 @@
 // are in flight at once so that their dependency chains (16-term multiply-adds, max, exp, sum)
 // overlap, and nothing but the pattern (which the model returns) and the output is written out:
 // the backward recomputes y and z. Causality: a query's weights are 0 past it, so the sums over
-// keys stop after a block's last query (5/8 of the terms at L = 16; adding exact zeros changed
-// nothing but the sign of a zero).
-// Weight gradients are summed per sequence, then over the sequences (two levels, so that a
-// float32 sum over B*L rows stays accurate).
+// keys stop after a block's last query (skipped terms were exact zeros). Weight gradients are
+// summed per sequence, then over the sequences (so that a float32 sum over B*L rows stays accurate).
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -47,10 +45,9 @@ constexpr int L = LEN, D = DIM;
 // row on an AVX2 build ran 5-10x slower than on AVX-512 here), so a row is an array of native
 // parts, and every operation below loops over the parts (one part at the reference shape with
 // AVX-512).
-// Rows in flight, forward (RF) and backward (RBW), by register file (timed on the 4 x 4 layer at
-// the ensemble's shape, AMD EPYC, tests/benchmarks/README): 32 registers of a row each take 8 both
-// ways; AVX2's 16 registers of half a row take 8 forward, but only 4 backward (its loops keep 2 x R
-// registers of accumulators and 2 x R of y and gz: 8 rows spilled, 1.15x slower).
+// Rows in flight, forward (RF) and backward (RBW), per register file (timed on a 4 x 4 layer at the
+// ensemble's shape, AMD EPYC; empirical/training/README.md, Cost): AVX-512 takes 8 both ways; AVX2
+// (16 registers of half a row) 8 forward, 4 backward (8 spilled there: 1.13x slower).
 #if defined(__AVX512F__)
 constexpr int NATIVE = 64, RF = 8, RBW = 8;
 #elif defined(__AVX__)
@@ -235,17 +232,10 @@ template <int R> static inline void combine_rows(const real v[R][D], const real 
 
 // One sequence, as the blocks read it: its rows x_k from memory (xn), in registers (X) and
 // transposed (XT), and its output's gradient (gon, NULL where the loss reads only the pattern).
-struct Sequence {
-    const real *xn, *gon;
-    vd X[L];
-    vk XT[D];
-};
+struct Sequence { const real *xn, *gon; vd X[L]; vk XT[D]; };
 
 // Per member: G_h^T side by side (G), G_h (GT), M_h^T (M, forward; MT: M_h, backward), HD = H*D.
-struct Maps {
-    const real *G, *GT, *M, *MT;
-    int64_t HD;
-};
+struct Maps { const real *G, *GT, *M, *MT; int64_t HD; };
 
 // The forward of one block of R rows: its pattern rows to a, M_h z_j added to OUT[i0 + j]; N:
 // the keys it computes (its queries see none after them: the pattern's rows are 0 there).
