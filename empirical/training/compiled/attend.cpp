@@ -41,10 +41,8 @@ typedef int32_t lane_int;
 constexpr int L = LEN, D = DIM;
 
 // A row of N values as native vector registers (64 bytes with AVX-512, 32 with AVX, 16 else):
-// GCC lowers a vector type wider than the host's registers lane by lane through memory (a 16-wide
-// row on an AVX2 build ran 5-10x slower than on AVX-512 here), so a row is an array of native
-// parts, and every operation below loops over the parts (one part at the reference shape with
-// AVX-512).
+// GCC lowers a vector type wider than the host's registers lane by lane through memory (5-10x
+// slower), so a row is an array of native parts, and every operation below loops over the parts.
 // Rows in flight, forward (RF) and backward (RBW), per register file (timed on a 4 x 4 layer at the
 // ensemble's shape, AMD EPYC; empirical/training/README.md, Cost): AVX-512 takes 8 both ways; AVX2
 // (16 registers of half a row) 8 forward, 4 backward (8 spilled there: 1.13x slower).
@@ -99,7 +97,6 @@ template <int N> static inline void store(real *p, const Vec<N> &v) {
 }
 static inline vk load_k(const real *p) { return load<L>(p); }
 static inline vd load_d(const real *p) { return load<D>(p); }
-static inline void store_k(real *p, const vk &v) { store<L>(p, v); }
 static inline void store_d(real *p, const vd &v) { store<D>(p, v); }
 
 // exp on x <= 0: float: Cephes' expf (range reduction by ln 2, degree-5 polynomial; relative
@@ -146,17 +143,13 @@ template <bool MAX, typename P> static inline real reduce_lanes(P t) {  // the m
     return b[0];
 }
 
-template <int N> static inline real hsum(const Vec<N> &v) {
+template <bool MAX, int N> static inline real reduce(const Vec<N> &v) {  // over the parts, then the lanes
     typename Vec<N>::part t = v.p[0];
-    for (int i = 1; i < Vec<N>::PARTS; i++) t += v.p[i];
-    return reduce_lanes<false>(t);
+    for (int i = 1; i < Vec<N>::PARTS; i++) t = MAX ? (v.p[i] > t ? v.p[i] : t) : t + v.p[i];
+    return reduce_lanes<MAX>(t);
 }
-
-template <int N> static inline real hmax(const Vec<N> &v) {
-    typename Vec<N>::part t = v.p[0];
-    for (int i = 1; i < Vec<N>::PARTS; i++) t = v.p[i] > t ? v.p[i] : t;
-    return reduce_lanes<true>(t);
-}
+template <int N> static inline real hsum(const Vec<N> &v) { return reduce<false>(v); }
+template <int N> static inline real hmax(const Vec<N> &v) { return reduce<true>(v); }
 
 template <int N> static inline Vec<N> key_index() { real b[N]; for (int k = 0; k < N; k++) b[k] = k; return load<N>(b); }
 
@@ -182,17 +175,26 @@ static inline void load_rows(const real *xn, vd X[L], vk XT[D]) {
     for (int c = 0; c < D; c++) XT[c] = load_k(t[c]);
 }
 
-// The kind's weights of one score row s over the keys k <= i (of its first N keys, i < N).
-template <int N> static inline Vec<N> weights(int kind, const Vec<N> &s, int i) {
-    const Mask<N> seen = key_index<N>() <= (real)i;
-    const Vec<N> zero{};
-    if (kind == 0) {
-        const real m = hmax(select(seen, s, splat<N>(-3e38f)));
-        const Vec<N> e = select(seen, exp_k(select(seen, s - m, zero)), zero);
-        return (1 / hsum(e)) * e;
+// The kind's weights of a block's R score rows s_j over the keys k <= i0 + j (of their first N
+// keys); softmax's each step over all rows before the next, so that the rows' chains (max, exp,
+// sum: a reduction each) overlap (1.1x faster forward than row after row).
+template <int R, int N> static inline void weights_rows(int kind, const Vec<N> s[R], int i0, Vec<N> out[R]) {
+    const Vec<N> keys = key_index<N>(), zero{};
+    if (kind != 0) {
+        for (int j = 0; j < R; j++) {
+            const real div = i0 + j > 1 ? i0 + j : 1;
+            out[j] = select((keys <= (real)(i0 + j)) & (s[j] > 0), s[j] / div, zero);
+        }
+        return;
     }
-    const real div = i > 1 ? i : 1;
-    return select(seen & (s > 0), s / div, zero);
+    real m[R], t[R];
+    for (int j = 0; j < R; j++) m[j] = hmax(select(keys <= (real)(i0 + j), s[j], splat<N>(-3e38f)));
+    for (int j = 0; j < R; j++) {
+        const Mask<N> seen = keys <= (real)(i0 + j);
+        out[j] = select(seen, exp_k(select(seen, s[j] - m[j], zero)), zero);
+    }
+    for (int j = 0; j < R; j++) t[j] = 1 / hsum(out[j]);
+    for (int j = 0; j < R; j++) out[j] = t[j] * out[j];
 }
 
 // The kind's backward: the score gradient from the weights' gradient ga and the weights a.
@@ -251,10 +253,11 @@ template <int R, int N> static void forward_block(int kind, const Block &q, cons
         for (int j = 0; j < R; j++) s[j] += y[j][c] * xc;
     }
     real p[R][N];  // the block's weights, also stored as the pattern's rows (0 after the first N)
+    Vec<N> pv[R];
+    weights_rows<R, N>(kind, s, q.i0, pv);
     for (int j = 0; j < R; j++) {
-        const Vec<N> pj = weights(kind, s[j], q.i0 + j);
-        memcpy(p[j], &pj, sizeof pj);
-        store<N>(a + q.row(j) * L, pj);
+        memcpy(p[j], &pv[j], sizeof pv[j]);
+        store<N>(a + q.row(j) * L, pv[j]);
         if constexpr (N < L) store<L - N>(a + q.row(j) * L + N, Vec<L - N>{});
     }
     vd zv[R] = {};
