@@ -166,6 +166,22 @@ def test_the_host_measures_once_caches_and_exports_its_choice(restore_choice, mo
     assert fastest.choose_for_host("cuda") == ("bmm", "default") and calls == [1]
 
 
+def test_a_changed_kernel_or_kernel_flags_measure_the_host_again(monkeypatch, tmp_path):
+    """The cached choice is keyed by the compiled kernel's source and ``$SINKS_KERNEL_FLAGS`` too:
+    a host that chose ``bmm`` or ``fused`` before the kernel got faster measures again."""
+    from empirical.training.compiled import build
+
+    monkeypatch.delenv(build.TARGET_VARIABLE, raising=False)
+    before = F.host_key()
+    monkeypatch.setenv(build.TARGET_VARIABLE, "-mno-avx512f")
+    assert F.host_key() != before
+    monkeypatch.delenv(build.TARGET_VARIABLE)
+    edited = tmp_path / "attend.cpp"
+    edited.write_bytes(build.SOURCE.read_bytes() + b"\n// edited\n")
+    monkeypatch.setattr(build, "SOURCE", edited)
+    assert F.host_key() != before
+
+
 def test_a_bad_formulation_name_is_bad_input(restore_choice, monkeypatch, tmp_path, capsys):
     from empirical.pipeline import cli
 

@@ -292,9 +292,16 @@ def choose(seconds: dict[str, float], margin: float = CHOICE_MARGIN) -> str:
 
 
 def host_key() -> str:
-    """What the choice depends on: the CPU, the torch build, one thread."""
+    """What the choice depends on: the CPU, the torch build, one thread, and the compiled kernel
+    (its source and ``$SINKS_KERNEL_FLAGS``: a host that chose before a faster kernel measures again)."""
+    import hashlib
+
+    from empirical.training.compiled import build
+
     blas = "mkl" if torch.backends.mkl.is_available() else "other"
-    return f"{native.cpu_model()}|{os.cpu_count()}|{platform.machine()}|torch {torch.__version__}|{blas}|1 thread"
+    kernel = hashlib.sha256(build.SOURCE.read_bytes() + " ".join(build.host_target()).encode()).hexdigest()[:12]
+    return (f"{native.cpu_model()}|{os.cpu_count()}|{platform.machine()}|torch {torch.__version__}|{blas}|1 thread"
+            f"|kernel {kernel}")
 
 
 def cache_path() -> Path:

@@ -3,7 +3,7 @@ against the paper author's loop (``author_loop``), one torch thread, side by sid
 
     python -m tests.benchmarks.bench_formulations [--rounds 5] [--budget 0.25] [--kind softmax]
                                                   [--compile] [--json FILE] [--only NAME ...]
-                                                  [--shapes 1x1 2x2 4x4]
+                                                  [--shapes 1x1 2x2 4x4] [--layer]
 
 (from the checkout root; about 3 minutes on an idle core). Rows: every formulation training the
 5-seed ensemble exactly as ``empirical.training.train.train`` steps it (sample, forward, errors, the
@@ -21,6 +21,11 @@ are printed with the table. Below it: what 5 seeds of each formulation cost agai
 seed per shape, and the six reference settings (SPEC section 4's steps to stop, 5 seeds in one
 ensemble each) against the author's six runs of one seed. The ensemble's figure is an upper bound:
 in training, stopped members leave the ensemble and later steps get cheaper.
+
+``--layer`` times the compiled kernel alone instead: the forward and the backward of one layer
+(``attend.cpp``, built for this host and ``$SINKS_KERNEL_FLAGS``) at the ensemble's shape (5
+members x the batch of 128 sequences, L = d = 16, float32) with each shape's heads, both kinds;
+milliseconds of process CPU time per call, the fastest of ``--rounds`` rounds of ``--budget`` s.
 """
 
 from __future__ import annotations
@@ -94,6 +99,50 @@ def measure(table: dict[str, dict], rounds: int, budget: float) -> dict[str, dic
     return rates
 
 
+def layer_times(heads, rounds: int, budget: float) -> dict[tuple[str, int], tuple[float, float]]:
+    """{(kind, H): (forward ms, backward ms)} of the compiled kernel on one layer at the ensemble's
+    shape (see ``--layer``); the backward as a hidden layer's: the output's gradient, none for the
+    pattern, the input's gradient wanted. Empty where no kernel could be built."""
+    from empirical.training.compiled import build
+
+    cfg = T.TrainConfig()
+    kernel = build.library(cfg.L, cfg.d, torch.float32, F.cache_path().parent)
+    if kernel is None:
+        return {}
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(len(SEEDS), cfg.batch, cfg.L, cfg.d, generator=gen)
+    out = {}
+    for kind in build.KINDS:
+        for H in heads:
+            Gt, Mt = (0.3 * torch.randn(len(SEEDS), *shape, generator=gen) for shape in ((cfg.d, H * cfg.d), (H * cfg.d, cfg.d)))
+            pattern, _ = kernel.forward(kind, True, x, Gt, Mt)
+            gout = torch.randn(x.shape, generator=gen)
+            calls = (lambda: kernel.forward(kind, True, x, Gt, Mt),
+                     lambda: kernel.backward(kind, True, x, Gt, Mt, pattern, gout, None, True))
+            out[(kind, H)] = tuple(1e3 * min(_seconds_per_call(fn, budget) for _ in range(rounds + 1)) for fn in calls)
+    return out
+
+
+def _seconds_per_call(fn, budget: float) -> float:
+    calls, start = 0, time.process_time()
+    while calls < 1 or time.process_time() - start < budget:
+        fn()
+        calls += 1
+    return (time.process_time() - start) / calls
+
+
+def layer_report(times: dict, heads) -> str:
+    from empirical.training.compiled import build
+
+    if not times:
+        return f"no compiled kernel here: {'; '.join(build.unavailable.values())}"
+    lines = ["| kind | " + " | ".join(f"H = {H}: forward, backward (ms)" for H in heads) + " |",
+             "|" + "---|" * (len(heads) + 1)]
+    for kind in build.KINDS:
+        lines.append(f"| {kind} | " + " | ".join(f"{times[(kind, H)][0]:.3f}, {times[(kind, H)][1]:.3f}" for H in heads) + " |")
+    return "\n".join([f"kernels: {build.record()}", *lines])
+
+
 def cost_of_reference(rate: dict) -> float:
     """Seconds of one core for the six reference settings at SPEC's steps, from steps/s per shape
     (nan when a shape was not measured)."""
@@ -155,9 +204,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="only these formulations beside bmm and the author's loop")
     parser.add_argument("--shapes", nargs="+", choices=[f"{l}x{h}" for l, h in SHAPES], default=None,
                         help="only these layers x heads (the six-settings cost needs all three)")
+    parser.add_argument("--layer", action="store_true", help="time the compiled kernel on one layer instead")
     args = parser.parse_args(argv)
     shapes = [s for s in SHAPES if not args.shapes or f"{s[0]}x{s[1]}" in args.shapes]
     torch.set_num_threads(1)
+    if args.layer:
+        heads = [h for _, h in shapes]
+        print(f"machine: {usage.describe_machine(usage.machine())}; load average (1 min): {usage.load_average()}")
+        print(layer_report(layer_times(heads, args.rounds, args.budget), heads))
+        return 0
     before = {"load": usage.load_average(), "wall": time.perf_counter()}
     rates = measure(rows(args.kind, args.compile, shapes, args.only), args.rounds, args.budget)
     after = {"load": usage.load_average(), "wall": time.perf_counter()}

@@ -34,3 +34,18 @@ def test_a_subset_of_rows_and_shapes():
     finally:
         F._CURRENT[:], F._HOW[:] = saved
     assert list(table) == ["bmm float32", "fused float32", bench.AUTHOR] and list(table["bmm float32"]) == [(1, 1)]
+
+
+def test_the_layer_timing_prints_a_forward_and_backward_per_kind_and_heads(capsys):
+    """``--layer``: the compiled kernel alone, at the ensemble's shape (or the reason it is not built)."""
+    from empirical.training.compiled import build
+
+    assert bench.main(["--layer", "--rounds", "1", "--budget", "0", "--shapes", "1x1"]) == 0
+    text = capsys.readouterr().out
+    if build.compiler() is None:
+        assert "no compiled kernel here" in text
+        return
+    assert "| kind | H = 1: forward, backward (ms) |" in text
+    for kind in build.KINDS:
+        forward, backward = (float(v) for v in text.split(f"| {kind} | ")[1].split(" |")[0].split(", "))
+        assert forward > 0 and backward > 0

@@ -16,12 +16,12 @@
 // Why it is written this way: every product here is a 16 x 16 block per sequence, where a BLAS
 // runs at a fraction of its speed and every intermediate (y, z, gz, gy: 2.6 MB each at the 4 x 4,
 // 5-member shape) would go through memory. Here a sequence's rows x_k (and their transpose) stay
-// in vector registers (a row of 16 floats is one register with AVX-512, two with AVX), RB rows
+// in vector registers (a row of 16 floats is one register with AVX-512, two with AVX), R rows
 // are in flight at once so that their dependency chains (16-term multiply-adds, max, exp, sum)
 // overlap, and nothing but the pattern (which the model returns) and the output is written out:
-// the backward recomputes y and z.
-// Weight gradients are summed per sequence, then over the sequences (two levels, so that a
-// float32 sum over B*L rows stays accurate).
+// the backward recomputes y and z. Causality: a query's weights are 0 past it, so the sums over
+// keys stop after a block's last query (skipped terms were exact zeros). Weight gradients are
+// summed per sequence, then over the sequences (so that a float32 sum over B*L rows stays accurate).
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,20 +38,22 @@ typedef int64_t lane_int;
 typedef float real;
 typedef int32_t lane_int;
 #endif
-constexpr int L = LEN, D = DIM, RB = 4;  // RB: rows in flight (L is a multiple of 4)
+constexpr int L = LEN, D = DIM;
 
 // A row of N values as native vector registers (64 bytes with AVX-512, 32 with AVX, 16 else):
-// GCC lowers a vector type wider than the host's registers lane by lane through memory (a 16-wide
-// row on an AVX2 build ran 5-10x slower than on AVX-512 here), so a row is an array of native
-// parts, and every operation below loops over the parts (one part at the reference shape with
-// AVX-512).
+// GCC lowers a vector type wider than the host's registers lane by lane through memory (5-10x
+// slower), so a row is an array of native parts, and every operation below loops over the parts.
+// Rows in flight, forward (RF) and backward (RBW), per register file (timed on a 4 x 4 layer at the
+// ensemble's shape, AMD EPYC; empirical/training/README.md, Cost): AVX-512 takes 8 both ways; AVX2
+// (16 registers of half a row) 8 forward, 4 backward (8 spilled there: 1.13x slower).
 #if defined(__AVX512F__)
-constexpr int NATIVE = 64;
+constexpr int NATIVE = 64, RF = 8, RBW = 8;
 #elif defined(__AVX__)
-constexpr int NATIVE = 32;
+constexpr int NATIVE = 32, RF = 8, RBW = 4;
 #else
-constexpr int NATIVE = 16;
+constexpr int NATIVE = 16, RF = 4, RBW = 4;
 #endif
+constexpr int rows_in_flight(int r) { return r < L ? r : L; }  // a block stays within the L queries
 template <int N> struct Vec {
     static constexpr int BYTES = N * (int)sizeof(real) < NATIVE ? N * (int)sizeof(real) : NATIVE;
     static constexpr int PARTS = N * (int)sizeof(real) / BYTES;
@@ -80,24 +82,36 @@ template <int N> static inline Vec<N> select(const Mask<N> &m, const Vec<N> &a, 
 }
 template <int N> static inline Vec<N> splat(real s) { Vec<N> r; PARTS_OF(N) r.p[i] = s - (typename Vec<N>::part){}; return r; }
 
-static inline vk load_k(const real *p) { vk v; memcpy(&v, p, sizeof v); return v; }
-static inline vd load_d(const real *p) { vd v; memcpy(&v, p, sizeof v); return v; }
-static inline void store_k(real *p, const vk &v) { memcpy(p, &v, sizeof v); }
-static inline void store_d(real *p, const vd &v) { memcpy(p, &v, sizeof v); }
+// Loads and stores part by part: one memcpy of a whole several-part row, GCC copies through the
+// stack in 16-byte pieces, which the row's 32-byte loads then cannot take from the store buffer
+// (the AVX2 build ran 1.8-2x slower for it; a one-part row is one move either way).
+template <int N> static inline Vec<N> load(const real *p) {
+    constexpr int n = Vec<N>::BYTES / (int)sizeof(real);
+    Vec<N> v;
+    PARTS_OF(N) memcpy(&v.p[i], p + i * n, sizeof v.p[i]);
+    return v;
+}
+template <int N> static inline void store(real *p, const Vec<N> &v) {
+    constexpr int n = Vec<N>::BYTES / (int)sizeof(real);
+    PARTS_OF(N) memcpy(p + i * n, &v.p[i], sizeof v.p[i]);
+}
+static inline vk load_k(const real *p) { return load<L>(p); }
+static inline vd load_d(const real *p) { return load<D>(p); }
+static inline void store_d(real *p, const vd &v) { store<D>(p, v); }
 
 // exp on x <= 0: float: Cephes' expf (range reduction by ln 2, degree-5 polynomial; relative
 // error ~1e-7; 0 below -87, where exp is under 1.7e-38, instead of torch's denormal or 0);
 // double: libm's exp, element by element (the float64 build is for the tests).
-static inline vk exp_k(vk x) {
+template <int N> static inline Vec<N> exp_k(Vec<N> x) {
 #ifdef REAL_DOUBLE
-    real b[L];
+    real b[N];
     memcpy(b, &x, sizeof b);
-    for (int k = 0; k < L; k++) b[k] = exp(b[k]);
-    return load_k(b);
+    for (int k = 0; k < N; k++) b[k] = exp(b[k]);
+    return load<N>(b);
 #else
-    typedef vk::part part;
-    typedef vk::mask_part ipart;
-    PARTS_OF(L) {
+    typedef typename Vec<N>::part part;
+    typedef typename Vec<N>::mask_part ipart;
+    PARTS_OF(N) {
         part v = x.p[i];
         const ipart tiny = v < -87.0f;
         v = tiny ? (part){} - 87.0f : v;
@@ -129,19 +143,27 @@ template <bool MAX, typename P> static inline real reduce_lanes(P t) {  // the m
     return b[0];
 }
 
-static inline real hsum(const vk &v) {
-    vk::part t = v.p[0];
-    for (int i = 1; i < vk::PARTS; i++) t += v.p[i];
-    return reduce_lanes<false>(t);
+template <bool MAX, int N> static inline real reduce(const Vec<N> &v) {  // over the parts, then the lanes
+    typename Vec<N>::part t = v.p[0];
+    for (int i = 1; i < Vec<N>::PARTS; i++) t = MAX ? (v.p[i] > t ? v.p[i] : t) : t + v.p[i];
+    return reduce_lanes<MAX>(t);
 }
+template <int N> static inline real hsum(const Vec<N> &v) { return reduce<false>(v); }
+template <int N> static inline real hmax(const Vec<N> &v) { return reduce<true>(v); }
 
-static inline real hmax(const vk &v) {
-    vk::part t = v.p[0];
-    for (int i = 1; i < vk::PARTS; i++) t = v.p[i] > t ? v.p[i] : t;
-    return reduce_lanes<true>(t);
+template <int N> static inline Vec<N> key_index() { real b[N]; for (int k = 0; k < N; k++) b[k] = k; return load<N>(b); }
+
+// The first N of a row's L keys, where those are whole parts of the row (N = L or, with several
+// parts, L / 2): a block whose queries all come before L / 2 reads no key after it (causality),
+// so its scores, weights and their gradients are rows of L / 2 keys (1.1x faster on AVX2; with
+// AVX-512 a row of 16 keys is one register, and nothing changes).
+constexpr int HALF = vk::PARTS > 1 ? L / 2 : L;
+template <int N> static inline Vec<N> first(const vk &v) {
+    static_assert(N == L || Vec<N>::BYTES == vk::BYTES, "the first N keys are whole parts of the row");
+    Vec<N> r;
+    PARTS_OF(N) r.p[i] = v.p[i];
+    return r;
 }
-
-static inline vk key_index() { real b[L]; for (int k = 0; k < L; k++) b[k] = k; return load_k(b); }
 
 // A sequence's rows x_k (X) and their transpose (XT: XT[c][k] = x_kc), the transpose through memory.
 static inline void load_rows(const real *xn, vd X[L], vk XT[D]) {
@@ -153,56 +175,98 @@ static inline void load_rows(const real *xn, vd X[L], vk XT[D]) {
     for (int c = 0; c < D; c++) XT[c] = load_k(t[c]);
 }
 
-// The kind's weights of one score row s over the keys k <= i.
-static inline vk weights(int kind, const vk &s, int i, const vk &keys) {
-    const Mask<L> seen = keys <= (real)i;
-    const vk zero{};
-    if (kind == 0) {
-        const real m = hmax(select(seen, s, splat<L>(-3e38f)));
-        const vk e = select(seen, exp_k(select(seen, s - m, zero)), zero);
-        return (1 / hsum(e)) * e;
+// The kind's weights of a block's R score rows s_j over the keys k <= i0 + j (of their first N
+// keys); softmax's each step over all rows before the next, so that the rows' chains (max, exp,
+// sum: a reduction each) overlap (1.1x faster forward than row after row).
+template <int R, int N> static inline void weights_rows(int kind, const Vec<N> s[R], int i0, Vec<N> out[R]) {
+    const Vec<N> keys = key_index<N>(), zero{};
+    if (kind != 0) {
+        for (int j = 0; j < R; j++) {
+            const real div = i0 + j > 1 ? i0 + j : 1;
+            out[j] = select((keys <= (real)(i0 + j)) & (s[j] > 0), s[j] / div, zero);
+        }
+        return;
     }
-    const real div = i > 1 ? i : 1;
-    return select(seen & (s > 0), s / div, zero);
+    real m[R], t[R];
+    for (int j = 0; j < R; j++) m[j] = hmax(select(keys <= (real)(i0 + j), s[j], splat<N>(-3e38f)));
+    for (int j = 0; j < R; j++) {
+        const Mask<N> seen = keys <= (real)(i0 + j);
+        out[j] = select(seen, exp_k(select(seen, s[j] - m[j], zero)), zero);
+    }
+    for (int j = 0; j < R; j++) t[j] = 1 / hsum(out[j]);
+    for (int j = 0; j < R; j++) out[j] = t[j] * out[j];
 }
 
 // The kind's backward: the score gradient from the weights' gradient ga and the weights a.
-static inline vk weights_grad(int kind, const vk &ga, const vk &a, int i) {
+template <int N> static inline Vec<N> weights_grad(int kind, const Vec<N> &ga, const Vec<N> &a, int i) {
     if (kind == 0) return a * (ga - hsum(ga * a));
     const real div = i > 1 ? i : 1;
-    return select(a > 0, ga / div, vk{});
+    return select(a > 0, ga / div, Vec<N>{});
 }
 
-// A block of RB score rows: one head h, the queries i0 .. i0 + RB - 1 (so that each weight row
-// loaded from memory serves RB rows); row j is r = (i0 + j) * H + h of the pattern.
+// A block of R score rows: one head h, the queries i0 .. i0 + R - 1 (so that each weight row
+// loaded from memory serves R rows); row j is r = (i0 + j) * H + h of the pattern.
 struct Block {
-    int h, i0;
+    int h, i0, keys;  // keys = i0 + R: the keys any of its queries sees
     int64_t row0;  // the pattern row of j = 0 in the whole [S*B*L*H] rows
     int64_t stride;  // = H: pattern rows between j and j + 1
     int64_t row(int j) const { return row0 + j * stride; }
 };
 
 // out_j = sum_e v_(i0+j),e W[e][h*D ..]: the block's rows of v (x or gout) through head h's columns
-// of W (Gt: y_j = G_h x_(i0+j); MtT: gz_j = M_h^T gout_(i0+j)), each row of W loaded once for RB rows.
-static inline void head_map(const real *v, const real *W, int64_t HD, const Block &q, vd out[RB]) {
-    vd odd[RB] = {};  // two chains per row
-    for (int j = 0; j < RB; j++) out[j] = vd{};
-    for (int e = 0; e < D; e += 2) {
-        const vd w0 = load_d(W + e * HD + q.h * D), w1 = load_d(W + (e + 1) * HD + q.h * D);
-        for (int j = 0; j < RB; j++) {
-            out[j] += v[(q.i0 + j) * D + e] * w0;
-            odd[j] += v[(q.i0 + j) * D + e + 1] * w1;
-        }
+// of W (Gt: y_j = G_h x_(i0+j); MtT: gz_j = M_h^T gout_(i0+j)), each row of W loaded once for R
+// rows (one chain per row: with R = 4 on AVX2, two chains spilled and ran 2% slower).
+template <int R> static inline void head_map(const real *v, const real *W, int64_t HD, const Block &q, vd out[R]) {
+    for (int j = 0; j < R; j++) out[j] = vd{};
+    for (int e = 0; e < D; e++) {
+        const vd w = load_d(W + e * HD + q.h * D);
+        for (int j = 0; j < R; j++) out[j] += v[(q.i0 + j) * D + e] * w;
     }
-    for (int j = 0; j < RB; j++) out[j] += odd[j];
 }
 
-// acc_j += sum_c v_j[c] * rows[c]: RB vector-matrix products sharing the D rows (v in memory).
-static inline void combine_rows(const real v[RB][D], const real *rows, vd acc[RB]) {
+// acc_j += sum_c v_j[c] * rows[c]: R vector-matrix products sharing the D rows (v in memory).
+template <int R> static inline void combine_rows(const real v[R][D], const real *rows, vd acc[R]) {
     for (int c = 0; c < D; c++) {
         const vd w = load_d(rows + c * D);
-        for (int j = 0; j < RB; j++) acc[j] += v[j][c] * w;
+        for (int j = 0; j < R; j++) acc[j] += v[j][c] * w;
     }
+}
+
+// One sequence, as the blocks read it: its rows x_k from memory (xn), in registers (X) and
+// transposed (XT), and its output's gradient (gon, NULL where the loss reads only the pattern).
+struct Sequence { const real *xn, *gon; vd X[L]; vk XT[D]; };
+
+// Per member: G_h^T side by side (G), G_h (GT), M_h^T (M, forward; MT: M_h, backward), HD = H*D.
+struct Maps { const real *G, *GT, *M, *MT; int64_t HD; };
+
+// The forward of one block of R rows: its pattern rows to a, M_h z_j added to OUT[i0 + j]; N:
+// the keys it computes (its queries see none after them: the pattern's rows are 0 there).
+template <int R, int N> static void forward_block(int kind, const Block &q, const Sequence &x, const Maps &w,
+                                                  real *__restrict a, vd OUT[L]) {
+    vd yv[R];
+    head_map<R>(x.xn, w.G, w.HD, q, yv);
+    real y[R][D], z[R][D];  // in memory: their entries are broadcast
+    memcpy(y, yv, sizeof y);
+    Vec<N> s[R] = {};
+    for (int c = 0; c < D; c++) {
+        const Vec<N> xc = first<N>(x.XT[c]);
+        for (int j = 0; j < R; j++) s[j] += y[j][c] * xc;
+    }
+    real p[R][N];  // the block's weights, also stored as the pattern's rows (0 after the first N)
+    Vec<N> pv[R];
+    weights_rows<R, N>(kind, s, q.i0, pv);
+    for (int j = 0; j < R; j++) {
+        memcpy(p[j], &pv[j], sizeof pv[j]);
+        store<N>(a + q.row(j) * L, pv[j]);
+        if constexpr (N < L) store<L - N>(a + q.row(j) * L + N, Vec<L - N>{});
+    }
+    vd zv[R] = {};
+    for (int k = 0; k < q.keys; k++)
+        for (int j = 0; j < R; j++) zv[j] += p[j][k] * x.X[k];
+    memcpy(z, zv, sizeof z);
+    vd o[R] = {};
+    combine_rows<R>(z, w.M + q.h * D * D, o);  // M_h z_j: Mt's rows h*D + c
+    for (int j = 0; j < R; j++) OUT[q.i0 + j] += o[j];
 }
 
 // Shapes, per member m < S: x, out [B, L, D]; Gt [D, H*D] (G_h^T side by side: Gt[e][h*D + c] =
@@ -210,42 +274,87 @@ static inline void combine_rows(const real v[RB][D], const real *rows, vd acc[RB
 extern "C" void layer_forward(int kind, int64_t S, int64_t B, int H, int residual, const real *__restrict x,
                               const real *__restrict Gt, const real *__restrict Mt, real *__restrict a,
                               real *__restrict out) {
-    const vk keys = key_index();
+    constexpr int R = rows_in_flight(RF);
     const int64_t HD = (int64_t)H * D;
     for (int64_t m = 0; m < S; m++) {
-        const real *G = Gt + m * D * HD, *M = Mt + m * HD * D;
+        const Maps w{Gt + m * D * HD, nullptr, Mt + m * HD * D, nullptr, HD};
         for (int64_t b = 0; b < B; b++) {
             const int64_t n = m * B + b;
-            const real *xn = x + n * L * D;
-            vd X[L], OUT[L]; vk XT[D];
-            load_rows(xn, X, XT);
-            for (int k = 0; k < L; k++) OUT[k] = residual ? X[k] : vd{};
+            Sequence seq{x + n * L * D, nullptr, {}, {}};
+            vd OUT[L];
+            load_rows(seq.xn, seq.X, seq.XT);
+            for (int k = 0; k < L; k++) OUT[k] = residual ? seq.X[k] : vd{};
             for (int h = 0; h < H; h++)
-                for (int i0 = 0; i0 < L; i0 += RB) {
-                    const Block q{h, i0, n * L * H + (int64_t)i0 * H + h, H};
-                    vd yv[RB];
-                    head_map(xn, G, HD, q, yv);
-                    real y[RB][D], z[RB][D];  // in memory: their entries are broadcast
-                    memcpy(y, yv, sizeof y);
-                    vk s[RB] = {};
-                    for (int c = 0; c < D; c++)
-                        for (int j = 0; j < RB; j++) s[j] += y[j][c] * XT[c];
-                    real w[RB][L];  // the block's weights, then stored as the pattern's rows
-                    for (int j = 0; j < RB; j++) {
-                        const vk wj = weights(kind, s[j], i0 + j, keys);
-                        memcpy(w[j], &wj, sizeof wj);
-                        store_k(a + q.row(j) * L, wj);
-                    }
-                    vd zv[RB] = {};
-                    for (int k = 0; k < L; k++)
-                        for (int j = 0; j < RB; j++) zv[j] += w[j][k] * X[k];
-                    memcpy(z, zv, sizeof z);
-                    vd o[RB] = {};
-                    combine_rows(z, M + h * D * D, o);  // M_h z_j: Mt's rows h*D + c
-                    for (int j = 0; j < RB; j++) OUT[i0 + j] += o[j];
+                for (int i0 = 0; i0 < L; i0 += R) {
+                    const Block q{h, i0, i0 + R, n * L * H + (int64_t)i0 * H + h, H};
+                    if (q.keys <= HALF) forward_block<R, HALF>(kind, q, seq, w, a, OUT);
+                    else forward_block<R, L>(kind, q, seq, w, a, OUT);
                 }
             for (int k = 0; k < L; k++) store_d(out + n * L * D + k * D, OUT[k]);
         }
+    }
+}
+
+// The backward of one block of R rows: adds its terms to GX (if want_gx) and to the sequence's
+// weight gradients gG (rows h*D + e: gGt[e][h*D ..]) and gM (rows h*D + c: gMt[h*D + c]); N: the
+// keys it computes, as forward_block.
+template <int R, int N> static void backward_block(int kind, const Block &q, const Sequence &x, const Maps &w,
+                                            const real *__restrict a, const real *__restrict gpat, bool want_gx,
+                                            vd GX[L], vd *__restrict gG, vd *__restrict gM) {
+    const int h = q.h;
+    vd yv[R], gzv[R] = {}, zv[R] = {}, gyv[R] = {};
+    head_map<R>(x.xn, w.G, w.HD, q, yv);
+    if (x.gon) head_map<R>(x.gon, w.MT, w.HD, q, gzv);  // gz_j = M_h^T gout_(i0+j): MtT's rows e at h*D
+    real gz[R][D], gy[R][D], gs[R][L];  // in memory: their entries are broadcast
+    memcpy(gz, gzv, sizeof gz);
+    const real *aj[R];  // the block's pattern rows
+    Vec<N> ga[R];
+    for (int j = 0; j < R; j++) {
+        aj[j] = a + q.row(j) * L;
+        ga[j] = gpat ? load<N>(gpat + q.row(j) * L) : Vec<N>{};
+    }
+    for (int c = 0; c < D; c++) {
+        const Vec<N> xc = first<N>(x.XT[c]);
+        for (int j = 0; j < R; j++) ga[j] += gz[j][c] * xc;
+    }
+    for (int j = 0; j < R; j++) {  // gs_jk for k < N (the sums below read k < q.keys <= N)
+        const Vec<N> g = weights_grad(kind, ga[j], load<N>(aj[j]), q.i0 + j);
+        memcpy(gs[j], &g, sizeof g);
+    }
+    // The sums over keys, one loop per sum: AVX2's 16 registers then hold each one's accumulators
+    // (in one loop they spilled: 1.13x slower there, the same with AVX-512).
+    if (x.gon)
+        for (int k = 0; k < q.keys; k++)
+            for (int j = 0; j < R; j++) zv[j] += aj[j][k] * x.X[k];
+    for (int k = 0; k < q.keys; k++)
+        for (int j = 0; j < R; j++) gyv[j] += gs[j][k] * x.X[k];
+    if (want_gx)
+        for (int k = 0; k < q.keys; k++) {
+            vd gk = GX[k];
+            for (int j = 0; j < R; j++) gk += aj[j][k] * gzv[j] + gs[j][k] * yv[j];
+            GX[k] = gk;
+        }
+    memcpy(gy, gyv, sizeof gy);
+    if (x.gon) {  // gMt[h*D + c] += z_j[c] gout_(i0+j)
+        real z[R][D];
+        memcpy(z, zv, sizeof z);
+        vd go[R];
+        for (int j = 0; j < R; j++) go[j] = load_d(x.gon + (q.i0 + j) * D);
+        for (int c = 0; c < D; c++) {
+            vd acc = gM[h * D + c];
+            for (int j = 0; j < R; j++) acc += z[j][c] * go[j];
+            gM[h * D + c] = acc;
+        }
+    }
+    for (int e = 0; e < D; e++) {  // gGt[e][h*D ..] += x_(i0+j),e gy_j
+        vd acc = gG[h * D + e];
+        for (int j = 0; j < R; j++) acc += x.xn[(q.i0 + j) * D + e] * gyv[j];
+        gG[h * D + e] = acc;
+    }
+    if (want_gx) {
+        vd gq[R] = {};
+        combine_rows<R>(gy, w.GT + h * D * D, gq);  // G_h^T gy_j: GtT's rows h*D + c
+        for (int j = 0; j < R; j++) GX[q.i0 + j] += gq[j];
     }
 }
 
@@ -257,68 +366,26 @@ extern "C" void layer_backward(int kind, int64_t S, int64_t B, int H, int residu
                                const real *__restrict a, const real *__restrict gout,
                                const real *__restrict gpat, real *__restrict gx, real *__restrict gGt,
                                real *__restrict gMt) {
+    constexpr int R = rows_in_flight(RBW);
     const int64_t HD = (int64_t)H * D;
     std::vector<vd> gG_seq(HD), gM_seq(HD), gG_all(HD), gM_all(HD);  // rows of gGt / gMt by (h, c)
     for (int64_t m = 0; m < S; m++) {
-        const real *G = Gt + m * D * HD, *GT = GtT + m * HD * D, *MT = MtT + m * D * HD;
+        const Maps w{Gt + m * D * HD, GtT + m * HD * D, nullptr, MtT + m * D * HD, HD};
         for (auto *v : {&gG_all, &gM_all}) for (auto &r : *v) r = vd{};
         for (int64_t b = 0; b < B; b++) {
             const int64_t n = m * B + b;
-            const real *xn = x + n * L * D, *gon = gout ? gout + n * L * D : nullptr;
-            vd X[L], GX[L]; vk XT[D];
-            load_rows(xn, X, XT);
-            for (int k = 0; k < L; k++) GX[k] = (gon && residual) ? load_d(gon + k * D) : vd{};
+            Sequence seq{x + n * L * D, gout ? gout + n * L * D : nullptr, {}, {}};
+            vd GX[L];
+            load_rows(seq.xn, seq.X, seq.XT);
+            for (int k = 0; k < L; k++) GX[k] = (seq.gon && residual) ? load_d(seq.gon + k * D) : vd{};
             for (auto *v : {&gG_seq, &gM_seq}) for (auto &r : *v) r = vd{};
             for (int h = 0; h < H; h++)
-                for (int i0 = 0; i0 < L; i0 += RB) {
-                    const Block q{h, i0, n * L * H + (int64_t)i0 * H + h, H};
-                    vd yv[RB], gzv[RB] = {}, zv[RB] = {};
-                    head_map(xn, G, HD, q, yv);
-                    if (gon) head_map(gon, MT, HD, q, gzv);  // gz_j = M_h^T gout_(i0+j): MtT's rows e at h*D
-                    real gz[RB][D], gy[RB][D], gs[RB][L];  // in memory: their entries are broadcast
-                    memcpy(gz, gzv, sizeof gz);
-                    vk ga[RB];
-                    for (int j = 0; j < RB; j++) ga[j] = gpat ? load_k(gpat + q.row(j) * L) : vk{};
-                    for (int c = 0; c < D; c++)
-                        for (int j = 0; j < RB; j++) ga[j] += gz[j][c] * XT[c];
-                    for (int j = 0; j < RB; j++) {
-                        const real *aj = a + q.row(j) * L;
-                        const vk g = weights_grad(kind, ga[j], load_k(aj), i0 + j);
-                        memcpy(gs[j], &g, sizeof g);
-                    }
-                    vd gyv[RB] = {};
-                    for (int k = 0; k < L; k++) {
-                        vd gk = GX[k];
-                        for (int j = 0; j < RB; j++) {
-                            const real ajk = a[q.row(j) * L + k];
-                            zv[j] += ajk * X[k];
-                            gyv[j] += gs[j][k] * X[k];
-                            if (gx) gk += ajk * gzv[j] + gs[j][k] * yv[j];
-                        }
-                        GX[k] = gk;
-                    }
-                    memcpy(gy, gyv, sizeof gy);
-                    if (gon) {  // gMt[h*D + c] += z_j[c] gout_(i0+j)
-                        real z[RB][D];
-                        memcpy(z, zv, sizeof z);
-                        vd go[RB];
-                        for (int j = 0; j < RB; j++) go[j] = load_d(gon + (i0 + j) * D);
-                        for (int c = 0; c < D; c++) {
-                            vd acc = gM_seq[h * D + c];
-                            for (int j = 0; j < RB; j++) acc += z[j][c] * go[j];
-                            gM_seq[h * D + c] = acc;
-                        }
-                    }
-                    for (int e = 0; e < D; e++) {  // gGt[e][h*D ..] += x_(i0+j),e gy_j
-                        vd acc = gG_seq[h * D + e];
-                        for (int j = 0; j < RB; j++) acc += xn[(i0 + j) * D + e] * gyv[j];
-                        gG_seq[h * D + e] = acc;
-                    }
-                    if (gx) {
-                        vd gq[RB] = {};
-                        combine_rows(gy, GT + h * D * D, gq);  // G_h^T gy_j: GtT's rows h*D + c
-                        for (int j = 0; j < RB; j++) GX[i0 + j] += gq[j];
-                    }
+                for (int i0 = 0; i0 < L; i0 += R) {
+                    const Block q{h, i0, i0 + R, n * L * H + (int64_t)i0 * H + h, H};
+                    if (q.keys <= HALF)
+                        backward_block<R, HALF>(kind, q, seq, w, a, gpat, gx != nullptr, GX, gG_seq.data(), gM_seq.data());
+                    else
+                        backward_block<R, L>(kind, q, seq, w, a, gpat, gx != nullptr, GX, gG_seq.data(), gM_seq.data());
                 }
             for (int q = 0; q < HD; q++) { gG_all[q] += gG_seq[q]; gM_all[q] += gM_seq[q]; }
             if (gx)
