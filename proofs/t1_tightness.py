@@ -39,6 +39,7 @@ from fractions import Fraction
 import sympy
 
 from constructions import tight_heads
+from constructions.numbers import format_down
 
 from . import sink_bound_direction as sbd
 from . import trigger_rows as tr
@@ -97,7 +98,7 @@ def check_tightened() -> Verdict:
         ev.step(bool(gap > 0), f"refuted at L = {L_TIGHT} only: for L >= 5 and eta <= 1/120, t1_pre_trigger_sharp (its lemmas "
                 f"use the same hypotheses, the BOS query and the equal-content sequences of one content) gives "
                 f"1 - a_i0 <= 2 eta/(m_5 + eta), and "
-                f"(99/100) f_pre(eta) - 2 eta/(m_5 + eta) >= {float(gap):.4g} eta > 0 there (exact minimum), so the "
+                f"(99/100) f_pre(eta) - 2 eta/(m_5 + eta) >= {format_down(gap, 4)} eta > 0 there (exact minimum), so the "
                 f"tightened per-content form holds at L >= 5 on that range")
         ev.case("d = 4, L = 4, content 0, trigger positions 2 and 3; exact rationals (scores log of rationals)")
 

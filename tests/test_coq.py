@@ -133,6 +133,20 @@ def test_print_assumptions_output_is_read():
     assert kernel.parse_assumptions("Section Variables:\nx : R\n")[1]  # any other kind of assumption is reported
 
 
+def test_print_assumptions_is_read_strictly():
+    """No phrase inside a type changes the reading; anything off the format is unreadable (a failure)."""
+    phrase = ("Axioms:\nT1.cheat\n  : forall Closed under the global context : Prop,\n"
+              "    Closed -> under -> the -> global -> context -> False\n")
+    assert kernel.parse_assumptions(phrase) == (("T1.cheat",), "")
+    assert kernel.parse_assumptions("Closed under the global context\nAxioms:\nT1.cheat : False\n")[1]
+    assert kernel.parse_assumptions("Section Variables:\nv\n: nat\n") == ((), "Section Variables: v")
+    axioms, problem = kernel.parse_assumptions("Axioms:\nloop is assumed to be guarded.\nbad is assumed to be positive.\n")
+    assert axioms == () and "loop is assumed to be guarded" in problem and "bad is assumed to be positive" in problem
+    for garbage in ("", "Axioms\nx : False\n", "x : False\n", "Axioms:\nx : False\nsome other words here\n",
+                    "Axioms:\n  : False\n", "Axioms:\nx\n"):
+        assert "unreadable" in kernel.parse_assumptions(garbage)[1], garbage
+
+
 def test_the_scan_finds_added_assumptions_and_ignores_comments():
     assert kernel.scan("(* no Axiom here, nor Admitted *)\nLemma a : True. Proof. exact I. Qed.\n") == []
     assert kernel.scan("Axiom cheat : False.\n")

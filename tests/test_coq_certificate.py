@@ -261,3 +261,55 @@ def test_sinks_certify_coq_records_the_kernel_checked_figure(tmp_path, capsys):
     e = math.exp(3)
     assert coq["ok"] and e / (e + 5) - 2e-15 <= coq["figure"] <= e / (e + 5)
     assert 1 / (1 + 2 * e) <= coq["trigger_figure"] <= 1 / (1 + 2 * e) + 2e-15  # e^-b / (e^-b + 2)
+
+
+def _generic_copy(tmp_path):
+    """A scratch copy of the certificate's generic files, to plant things in."""
+    import shutil
+
+    for f in check.generic_files() + ["_CoqProject"]:
+        shutil.copy(check.HERE / f, tmp_path / f)
+    return tmp_path
+
+
+@needs_coq
+def test_a_narrowed_head_statement_is_not_checked(tmp_path):
+    """Head.v's statement narrowed to the trigger at j = 2 compiles and its theorem still reads
+    ``min_bos_mass_at_least d L M q``: only the pinned body of the definition can tell."""
+    folder = _generic_copy(tmp_path)
+    head = (folder / "Head.v").read_text()
+    narrowed = head.replace("""  forall (j : nat) (C : nat -> nat -> R),
+    (2 <= j <= L - 1)%nat ->
+    (forall k, (1 <= k <= L - 1)%nat -> in_content_box d (C k)) ->
+    forall i""", """  forall (j : nat) (C : nat -> nat -> R),
+    (2 <= j <= 2)%nat ->
+    (forall k, (1 <= k <= L - 1)%nat -> in_content_box d (C k)) ->
+    forall i""", 1)
+    assert narrowed != head
+    (folder / "Head.v").write_text(narrowed)
+    result = check.check(export.build(softmax_head.build(6, 3), 6), "bos_gap", source=folder)
+    assert result.ran and not result.ok, result.reason
+    assert "Head.min_bos_mass_at_least is not the pinned statement" in result.reason, result.reason
+
+
+@needs_coq
+def test_a_hidden_hypothesis_in_a_generic_file_is_not_checked(tmp_path, monkeypatch):
+    """A Hypothesis behind a one-line Section in Head.v, with the scan blinded: coqchk names it."""
+    folder = _generic_copy(tmp_path)
+    head = (folder / "Head.v").read_text()
+    (folder / "Head.v").write_text(head.replace("Open Scope R_scope.\n", "Open Scope R_scope.\nSection S. End S.\n"
+                                                "Hypothesis cheat : False.\n", 1))
+    monkeypatch.setattr(check.kernel, "scan", lambda text, name="": [])
+    result = check.check(export.build(softmax_head.build(6, 3), 6), "bos_gap", source=folder)
+    assert result.ran and not result.ok and "SinksCert.Head.cheat" in result.reason, result.reason
+
+
+def test_the_certificate_statement_pins_cover_the_statement_definitions():
+    from proofs.coq.certificate import statement
+
+    pinned = statement.load()["definitions"]
+    for name in ("Head.min_bos_mass_at_least", "Head.max_bos_mass_at_trigger_at_most", "Checker.form", "Head.bos_weight",
+                 "Head.sequence", "Head.score", "Head.in_content_box", "Head.content_token", "Head.trigger_token"):
+        assert name in pinned, name
+    assert "(2 <= j <= L - 1)" not in pinned["Head.min_bos_mass_at_least"]  # printed with Printing All
+    assert "le (S (S O)) j) (le j (Nat.sub L (S O)))" in pinned["Head.min_bos_mass_at_least"]

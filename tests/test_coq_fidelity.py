@@ -171,3 +171,21 @@ def test_the_coq_files_ship_with_the_package():
     with open("pyproject.toml") as f:
         assert '"proofs.coq" = ["*.v", "_CoqProject", "pinned.json"]' in f.read()
     assert (files / "pinned.json").is_file()
+
+
+@pytest.mark.parametrize("old, new", [("T1a /\\ T1b /\\ T1c", "T1a /\\ T1b"), ("T1a /\\ T1b /\\ T1c", "T1c /\\ T1b /\\ T1a"),
+                                      ("T1a /\\ T1b /\\ T1c", "True")])
+def test_a_main_theorem_that_states_another_type_is_caught_by_its_type(sentences, old, new):
+    """A theorem matched by its name alone would pass any statement: the type itself is compared
+    (the message names the theorem and both types, so it is this comparison that catches it)."""
+    edited = [s.replace(f"Theorem t1_single_layer_sink : {old}", f"Theorem t1_single_layer_sink : {new}")
+              for s in sentences]
+    assert edited != sentences
+    found = twins.mismatches(sentences=edited)
+    assert any(m.startswith(f"theorem t1_single_layer_sink : {new}") for m in found), found
+
+
+def test_a_main_theorem_type_changed_on_the_python_side_is_caught(sentences, monkeypatch):
+    monkeypatch.setitem(twins.THEOREM_TYPES, "t1_single_layer_sink", "T1a /\\ T1b")
+    found = twins.mismatches(sentences=sentences)
+    assert any(m.startswith("theorem t1_single_layer_sink :") and m.endswith("expected T1a /\\ T1b") for m in found)

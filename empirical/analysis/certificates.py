@@ -170,6 +170,12 @@ def stack_rows(cert: dict, measured: dict | None, zonotope: dict | None = None) 
     return rows
 
 
+def stack_sides(with_zonotope: bool) -> tuple:
+    """How ``stack_rows``' columns are rounded when printed: the certified minima are lower
+    bounds (rounded down), the measured figures to nearest (``constructions.numbers.format_bound``)."""
+    return (None, None, None, "lower", *(("lower",) if with_zonotope else ()), None)
+
+
 def stack_columns(with_zonotope: bool) -> list[str]:
     """``stack_rows``' column names."""
     figures = ["certified min a_i0 (every input, non-trigger)"]
@@ -195,6 +201,9 @@ STACK_COLUMNS = stack_columns(False)
 
 COLUMNS = ["position", "case", "certified min a_i0 (every input)", "T1 bound 1 - f(eta_up)", "T1 check",
            "per-example bound (min, eval set)", "measured mean (eval set)", "measured min (eval set)"]
+# how each column is rounded when printed: the certified minimum, T1's bound and the per-example
+# bound are lower bounds on a_i0 (rounded down); the measured figures to nearest
+COLUMN_SIDES = (None, None, "lower", "lower", None, "lower", None, None)
 
 
 def heat_map(results: list[dict], path: str | Path) -> Path:
@@ -214,13 +223,14 @@ def heat_map_figure(results: list[dict]):
     from empirical.training.figures import FLOOR, _plt
 
     plt = _plt()
-    rows, labels, meas = [], [], []
+    rows, labels, meas, sides = [], [], [], []  # sides: how a certified row's 1 - value is bounded
     for r in results:
         cert, m = r["certificate"], r.get("measured")
         L = cert["L"]
         if cert["type"] == "relu head":
             rows.append(np.array([np.nan] + [q["max_bos_weight"] for q in cert["queries"]]))
             labels.append(f"{r['label']} L0H0 (max)")
+            sides.append("lower")  # 1 - a maximum: a lower bound on 1 - a_i0
             meas.append(_measured(m, 0, L))
         elif cert["type"] == "single head":
             worst = np.full(L, np.nan)
@@ -229,25 +239,28 @@ def heat_map_figure(results: list[dict]):
                     worst[q["position"]] = np.fmin(worst[q["position"]], q["certified"]) if not np.isnan(worst[q["position"]]) else q["certified"]
             rows.append(worst)
             labels.append(f"{r['label']} L0H0")
+            sides.append("upper")  # 1 - a minimum: an upper bound on 1 - a_i0
             meas.append(_measured(m, 0, L))
         else:
             for k, hd in enumerate(cert["heads"]):
                 rows.append(np.array([np.nan if v is None else v for v in hd["per_position"]]))
                 labels.append(f"{r['label']} L{hd['layer']}H{hd['head']}")
+                sides.append("upper")
                 meas.append(_measured(m, k, L))
-    panels = [(rows, "certified: 1 - min BOS mass over every input (non-trigger queries)")]
+    panels = [(rows, sides, "certified: 1 - min BOS mass over every input (non-trigger queries)")]
     if not np.all(np.isnan(np.array(meas, dtype=float))):
-        panels.append((meas, "measured: 1 - mean BOS mass (eval set, trigger 7)"))
+        panels.append((meas, [None] * len(meas), "measured: 1 - mean BOS mass (eval set, trigger 7)"))
     norm = LogNorm(vmin=FLOOR, vmax=1)
     # panels one above the other, about 0.45 inch per query so that every cell's value fits
     fig, axes = plt.subplots(len(panels), 1, figsize=(0.45 * (L - 1) + 3, len(panels) * (0.9 + 0.4 * len(rows)) + 0.6),
                              squeeze=False, layout="constrained")
     axes = axes.T
-    for ax, (data, title) in zip(axes[0], panels):
-        gap = np.clip(1 - np.array(data, dtype=float)[:, 1:], FLOOR, 1)  # query 0 (BOS itself) left out
+    for ax, (data, row_sides, title) in zip(axes[0], panels):
+        values = np.array(data, dtype=float)[:, 1:]  # query 0 (BOS itself) left out
+        gap = np.clip(1 - values, FLOOR, 1)
         im = ax.imshow(gap, norm=norm, cmap="viridis_r", aspect="auto")
         for (r, c), v in np.ndenumerate(gap):
-            ax.text(c, r, "—" if np.isnan(v) else (f"{v:.0e}" if v < 0.995 else "1"), ha="center", va="center",
+            ax.text(c, r, _gap_text(values[r, c], row_sides[r]), ha="center", va="center",
                     fontsize=5.5, color="white" if v < 1e-2 else "black")
         ax.set_yticks(range(len(labels)), labels, fontsize=7)
         ax.set_xticks(range(gap.shape[1]), range(1, gap.shape[1] + 1), fontsize=6)
@@ -258,6 +271,24 @@ def heat_map_figure(results: list[dict]):
     fig.suptitle(f"BOS mass as 1 - a_i0 (small = strong sink; 1 = nothing on BOS; {FLOOR:g} or less drawn at "
                  f"{FLOOR:g})", fontsize=8)
     return fig
+
+
+def _gap_text(x: float, side: str | None) -> str:
+    """A heat-map cell's 1 - x at one digit: a certified row's from the exact value on its ``side``
+    (``constructions.numbers.format_bound``), a measured one to nearest. Drawn like the colour (at most FLOOR as
+    FLOOR, 0.995 and above as 1) except for a lower bound, where that would write more than it is."""
+    from fractions import Fraction
+
+    from constructions.numbers import format_bound
+    from empirical.training.figures import FLOOR
+
+    if x != x:  # NaN: the trigger, or nothing certified there
+        return "—"
+    gap = 1 - Fraction(x)
+    if side == "lower":
+        return format_bound(gap, 1, side)
+    gap = max(gap, Fraction(FLOOR))
+    return "1" if gap >= Fraction(995, 1000) else format_bound(gap, 1, side)
 
 
 def _measured(m: dict | None, head: int, L: int):

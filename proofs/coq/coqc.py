@@ -31,6 +31,14 @@ def coqc_version(coqc: str) -> str:
     return f"coqc {m.group(1)}" if m else "coqc (unknown version)"
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: coqc's and coqchk's own time."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 class Timeout(Exception):
     pass
 

@@ -4,10 +4,13 @@
 (the source tree is never written), compiles them in order with ``coqc`` (``coqc.py``: each a
 subprocess in its own session, hard-killed at the shared deadline), then runs ``Print Assumptions``
 for every main theorem (``twins.main_theorems()``) and compares what the kernel says each one
-states with the pinned text (``pins.verify``). The development passes only if every file compiles,
-no file declares an axiom of its own or admits a proof (``scan``), every main theorem assumes
-nothing beyond ``ALLOWED_AXIOMS``, the axioms the standard library's reals are built on, and its
-kernel-printed type and every definition that type unfolds to are the pinned ones.
+states with the pinned text (``pins.verify``), and has the independent re-checker ``coqchk`` check
+every compiled module (``assumptions.recheck``). The development passes only if every file compiles,
+``coqchk`` finds no axiom the development declares (an admitted proof, a Hypothesis outside a
+Section, an Axiom in any Module) and no unsafe flag, every main theorem's ``Print Assumptions``
+(read strictly) lists nothing beyond ``ALLOWED_AXIOMS``, the axioms the standard library's reals are
+built on, its kernel-printed type and every definition that type unfolds to are the pinned ones,
+and the source scan (``scan.py``, an early readable message, not the guard) finds nothing.
 ``default_report()`` checks the installed development once per process; ``SINKS_COQ=off`` skips
 the check (the verdicts then say "Coq not run").
 """
@@ -16,14 +19,19 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .coqc import INSTALL_HINT, LIBRARY, Timeout, build_dir, compile_files, coqc_path, coqc_version, run_session
-from .source import COQ_DIR, project_files, strip_comments
+from .coqc import (INSTALL_HINT, LIBRARY, Timeout, build_dir, children_cpu, compile_files, coqc_path, coqc_version,
+                   run_session)
+from .assumptions import CLOSED, parse_assumptions, recheck
+from .scan import duplicate_names, scan
+from .source import COQ_DIR, project_files
+
+__all__ = ["ALLOWED_AXIOMS", "KernelReport", "check", "default_report", "duplicate_names", "not_run",
+           "parse_assumptions", "scan"]
 
 DEFAULT_TIMEOUT = 900.0  # seconds for the whole check; SINKS_COQ_TIMEOUT overrides
 
@@ -34,19 +42,6 @@ ALLOWED_AXIOMS = (
     "ClassicalDedekindReals.sig_not_dec",
     "FunctionalExtensionality.functional_extensionality_dep",
 )
-
-# Sentences that would add an assumption or switch a kernel check off.
-_FORBIDDEN = re.compile(
-    r"\b(Admitted|admit|Admit\s+Obligations|Axioms?|Parameters?|Conjectures?)\b"
-    r"|\bUnset\s+(Guard|Positivity|Universe)\s+Checking\b|\bbypass_check\b|\bDeclare\s+ML\s+Module\b")
-_SECTION_LOCAL = re.compile(r"^\s*(Variables?|Hypothes[ie]s|Context)\b")
-# Sentences that change what a statement's text means to the fidelity parser (statements.py
-# reads `<=` and `/` as the reals' own; a Notation or Coercion could make them mean another thing).
-_REINTERPRETING = re.compile(r"\b(Notation|Infix|Coercion|Arguments)\b")
-# A named object; two of one short name across modules let the parser read the wrong one.
-_NAMED = re.compile(r"(?m)^\s*(?:Definition|Fixpoint|Theorem|Lemma|Corollary|Inductive|Record|Example|Remark|Fact"
-                    r"|Proposition)\s+(\w+)")  # not Let: Section-local, gone at its End
-
 
 @dataclass(frozen=True)
 class KernelReport:
@@ -67,6 +62,7 @@ class KernelReport:
     failed: dict = field(default_factory=dict)  # theorem -> why it did not pass
     # theorem -> why its kernel-printed type, or a definition it unfolds to, is not the pinned text
     unpinned: dict = field(default_factory=dict)
+    recheck: dict = field(default_factory=dict)  # what coqchk -o said (assumptions.Recheck.to_dict())
 
     def theorem_failure(self, name: str) -> str | None:
         """None when theorem ``name`` passed; otherwise the reason."""
@@ -79,6 +75,11 @@ class KernelReport:
         if name not in self.assumptions:
             return f"{name} was not checked"
         return None
+
+    def printed_assumptions(self, theorems: list[str] | tuple[str, ...]) -> str:
+        """What Print Assumptions listed for ``theorems`` (their union), as the kernel named them."""
+        axioms = sorted({a for t in theorems for a in self.assumptions.get(t, ())})
+        return ", ".join(axioms) if axioms else CLOSED
 
     def summary(self) -> str:
         if not self.ran:
@@ -93,45 +94,11 @@ class KernelReport:
                 "files": list(self.files), "allowed_axioms": list(ALLOWED_AXIOMS),
                 "assumptions": {k: list(v) for k, v in self.assumptions.items()}, "assumptions_scope": self.scope,
                 "statements": dict(self.statements), "failed": dict(self.failed),
-                "unpinned": dict(self.unpinned)}
+                "unpinned": dict(self.unpinned), "recheck": dict(self.recheck)}
 
 
 def not_run(reason: str) -> KernelReport:
     return KernelReport(ran=False, ok=False, reason=reason)
-
-
-# ----------------------------------------------------------------------------------------
-# The scan for assumptions the development would add itself.
-
-
-def scan(text: str, name: str = "") -> list[str]:
-    """One line per sentence that adds an assumption: an axiom, an admitted proof, a kernel check
-    switched off, or a Variable / Hypothesis / Context outside a Section (an axiom in disguise);
-    or that reinterprets a statement's text: a Notation, Infix, Coercion or Arguments."""
-    found, depth = [], 0
-    for number, line in enumerate(strip_comments(text).splitlines(), start=1):
-        where = f"{name}:{number}"
-        m = _FORBIDDEN.search(line)
-        if m:
-            found.append(f"{where}: {m.group(0)}")
-        m = _REINTERPRETING.search(line)
-        if m:
-            found.append(f"{where}: {m.group(0)} (changes what a statement's text means)")
-        depth += len(re.findall(r"^\s*Section\b", line)) - len(re.findall(r"^\s*End\b", line))
-        if depth <= 0 and _SECTION_LOCAL.search(line):
-            found.append(f"{where}: {line.split()[0]} outside a Section")
-    return found
-
-
-def duplicate_names(texts: dict[str, str]) -> list[str]:
-    """One line per short name that two modules (or one, twice) define: the fidelity parser keeps
-    one of them, which need not be the one a theorem uses."""
-    where: dict[str, list[str]] = {}
-    for name, text in texts.items():
-        for m in _NAMED.finditer(strip_comments(text)):
-            where.setdefault(m.group(1), []).append(name)
-    return [f"{n} defined in {', '.join(files)} (one short name per development)"
-            for n, files in where.items() if len(files) > 1]
 
 
 def _assumptions_script(theorems: list[str], modules: list[str], each: bool) -> str:
@@ -149,28 +116,6 @@ def _assumptions_script(theorems: list[str], modules: list[str], each: bool) -> 
                   f"Definition sinks_all_theorems := ({', '.join(theorems)}).", "Check sinks_all_theorems.",
                   "Print Assumptions sinks_all_theorems."]
     return "\n".join(lines) + "\n"
-
-
-def parse_assumptions(block: str) -> tuple[tuple[str, ...], str]:
-    """(axioms, problem) from one ``Print Assumptions`` output: the names listed under "Axioms:";
-    problem is non-empty for any other kind of assumption (section variables, unsafe flags)."""
-    if "Closed under the global context" in block:
-        return (), ""
-    axioms, header, problems = [], None, []
-    for line in block.splitlines():
-        if not line.strip() or line[0].isspace():
-            continue  # a continuation of the type printed above
-        if re.fullmatch(r"[A-Z][\w ]*:", line.strip()):
-            header = line.strip()[:-1]
-            continue
-        name = line.split()[0]
-        if header == "Axioms":
-            axioms.append(name)
-        else:
-            problems.append(f"{header or 'unlabelled'}: {name}")
-    if header is None and not axioms:
-        problems.append(f"unreadable Print Assumptions output: {' '.join(block.split())[:200]}")
-    return tuple(axioms), "; ".join(problems)
 
 
 def _split_block(text: str) -> tuple[str, str]:
@@ -236,7 +181,7 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
     timeout = float(os.environ.get("SINKS_COQ_TIMEOUT", DEFAULT_TIMEOUT)) if timeout is None else timeout
     theorems = main_theorems() if theorems is None else theorems
     version = coqc_version(coqc)
-    start, cpu0 = time.monotonic(), _children_cpu()
+    start, cpu0 = time.monotonic(), children_cpu()
     files = project_files(source)
     build = build_dir()
     for name in files + ["_CoqProject"]:
@@ -245,7 +190,7 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
     found = [hit for name in files for hit in scan(texts[name], name)] + duplicate_names(texts)
 
     def report(ok: bool, reason: str, **kw) -> KernelReport:
-        return KernelReport(True, ok, reason, version, time.monotonic() - start, _children_cpu() - cpu0,
+        return KernelReport(True, ok, reason, version, time.monotonic() - start, children_cpu() - cpu0,
                             tuple(files), **kw)
 
     try:
@@ -256,6 +201,7 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
         assumptions, statements, failed, scope, error = _check_theorems(
             coqc, build, theorems, modules, start + timeout, attribute=not found, refs=pins.qualified(theorems))
         unpinned = {} if error else pins.verify(coqc, build, theorems, modules, start + timeout)
+        rechecked = recheck(build, LIBRARY, modules, start + timeout) if not error else None
     except Timeout:
         return report(False, f"timed out after {timeout:.0f} s (hard-killed)")
     if error:
@@ -263,17 +209,16 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
     forbidden = f"forbidden in the source: {'; '.join(found)}" if found else ""
     if found:  # an admitted proof or an axiom anywhere undermines every theorem
         failed = {n: forbidden for n in theorems}
+    if not rechecked.ok:  # so does anything the independent re-checker refuses or cannot run
+        failed = {n: "; ".join(filter(None, (failed.get(n), rechecked.summary()))) for n in theorems}
+        forbidden = "; ".join(filter(None, (forbidden, rechecked.summary())))
+        found = found or [rechecked.summary()]
     for name, why in unpinned.items():  # the kernel checked another statement than the pinned one
         failed[name] = "; ".join(filter(None, (failed.get(name), f"not the pinned statement: {why}")))
     reasons = ([forbidden] if found else []) + [f"{n}: {why}" for n, why in failed.items()
                                                 if not found or n in unpinned]
     return report(not reasons, "; ".join(reasons), assumptions=assumptions, statements=statements, failed=failed,
-                  scope=scope, unpinned=unpinned)
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+                  scope=scope, unpinned=unpinned, recheck=rechecked.to_dict())
 
 
 _REPORT: KernelReport | None = None

@@ -28,8 +28,8 @@ def with_kernel(v: Verdict, report: KernelReport) -> Verdict:
         return dataclasses.replace(v, kernel="not run")
     failures = [f"{t}: {why}" for t in theorems if (why := report.theorem_failure(t)) is not None]
     if not failures:
-        line = (f"kernel-checked: Coq theorem(s) {', '.join(theorems)} compiled by {report.coqc}; "
-                "Print Assumptions lists only the standard library's axioms of the reals")
+        line = (f"kernel-checked: Coq theorem(s) {', '.join(theorems)} compiled by {report.coqc}; Print Assumptions "
+                f"lists: {report.printed_assumptions(theorems)}; {report.recheck.get('summary', 'coqchk not run')}")
         return dataclasses.replace(v, kernel="coq", evidence=(line,) + tuple(v.evidence))
     reason = "; ".join(failures)
     status = "unknown" if v.status in ("proved", "refuted") else v.status

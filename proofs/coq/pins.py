@@ -39,11 +39,11 @@ def python_side() -> dict:
             "definitions": {n: [list(p), str(e)] for n, (p, e) in twins.expected_definitions().items()}}
 
 
-def references(text: str, modules: list[str]) -> set[str]:
+def references(text: str, modules: list[str], library: str = LIBRARY) -> set[str]:
     """The project constants a printed text mentions, as ``Module.name`` (with no module Imported,
     coqc prints every project name with its module, or with ``Sinks.`` in front when that is short
     of unique)."""
-    pattern = rf"(?<![\w.']){LIBRARY}\.({'|'.join(map(re.escape, modules))})\.([A-Za-z_][\w']*)" \
+    pattern = rf"(?<![\w.']){library}\.({'|'.join(map(re.escape, modules))})\.([A-Za-z_][\w']*)" \
               rf"|(?<![\w.'])({'|'.join(map(re.escape, modules))})\.([A-Za-z_][\w']*)"
     out = set()
     for m in re.finditer(pattern, text):
@@ -52,20 +52,20 @@ def references(text: str, modules: list[str]) -> set[str]:
     return out
 
 
-def _script(modules: list[str], commands: list[str]) -> str:
+def _script(modules: list[str], commands: list[str], library: str) -> str:
     """Require every module (Import none), then each command behind a marker."""
-    lines = [f"Require {' '.join(f'{LIBRARY}.{m}' for m in modules)}.", *PRINTING]
+    lines = [f"Require {' '.join(f'{library}.{m}' for m in modules)}.", *PRINTING]
     for k, command in enumerate(commands):
         lines += [f"Definition {_MARKER}{k} := tt.", f"Print {_MARKER}{k}.", command]
     return "\n".join(lines) + "\n"
 
 
-def _run_commands(coqc: str, build: Path, modules: list[str], commands: list[str],
-                  deadline: float) -> tuple[list[str], str]:
+def run_commands(coqc: str, build: Path, modules: list[str], commands: list[str],
+                 deadline: float, library: str = LIBRARY) -> tuple[list[str], str]:
     """(each command's output with its whitespace collapsed, error); one coqc run for them all."""
     script = build / "sinks_pins.v"
-    script.write_text(_script(modules, commands))
-    r = run_session([coqc, "-q", "-R", ".", LIBRARY, script.name], build, deadline)
+    script.write_text(_script(modules, commands, library))
+    r = run_session([coqc, "-q", "-R", ".", library, script.name], build, deadline)
     if r.returncode != 0:
         return [], f"coqc could not print the pinned terms: {' '.join(r.stdout.split())[:400]}"
     parts = re.split(rf"^{_MARKER}(\d+) = tt\s*: unit\n", r.stdout, flags=re.M)
@@ -87,7 +87,7 @@ def _print(name: str) -> str:
 
 def _locate(coqc: str, build: Path, theorems: list[str], modules: list[str], deadline: float) -> dict[str, str]:
     """Theorem short name -> ``Module.name`` (the development must define each exactly once)."""
-    outputs, error = _run_commands(coqc, build, modules, [f"Locate {t}." for t in theorems], deadline)
+    outputs, error = run_commands(coqc, build, modules, [f"Locate {t}." for t in theorems], deadline)
     if error:
         raise RuntimeError(error)
     found = {}
@@ -99,25 +99,38 @@ def _locate(coqc: str, build: Path, theorems: list[str], modules: list[str], dea
     return found
 
 
+def references_of(texts: list[str], modules: list[str], library: str = LIBRARY) -> set[str]:
+    return set().union(set(), *(references(text, modules, library) for text in texts))
+
+
+def print_closure(coqc: str, build: Path, modules: list[str], names: set[str], deadline: float,
+                  library: str = LIBRARY) -> dict[str, str]:
+    """``Print`` of every constant in ``names`` and of every project constant those mention,
+    transitively: round by round until no new constant appears (RuntimeError when coqc fails)."""
+    definitions: dict[str, str] = {}
+    todo = set(names)
+    while todo:
+        batch = sorted(todo)
+        outputs, error = run_commands(coqc, build, modules, [f"Print {library}.{n}." for n in batch], deadline,
+                                      library)
+        if error:
+            raise RuntimeError(error)
+        definitions.update(zip(batch, outputs))
+        todo = references_of(outputs, modules, library) - set(definitions)
+    return dict(sorted(definitions.items()))
+
+
 def generate(coqc: str, build: Path, theorems: list[str], modules: list[str], deadline: float) -> dict:
     """The record ``verify`` compares with: every theorem's printed type and every project constant
     it unfolds to, printed round by round until no new constant appears."""
     located = _locate(coqc, build, theorems, modules, deadline)
-    outputs, error = _run_commands(coqc, build, modules, [f"Check {LIBRARY}.{located[t]}." for t in theorems],
+    outputs, error = run_commands(coqc, build, modules, [f"Check {LIBRARY}.{located[t]}." for t in theorems],
                                    deadline)
     if error:
         raise RuntimeError(error)
     outputs = [_type_of(text, located[t]) for t, text in zip(theorems, outputs)]
     record = {t: {"constant": located[t], "type": text} for t, text in zip(theorems, outputs)}
-    definitions: dict[str, str] = {}
-    todo = set().union(*(references(text, modules) for text in outputs))
-    while todo:
-        names = sorted(todo)
-        outputs, error = _run_commands(coqc, build, modules, [_print(n) for n in names], deadline)
-        if error:
-            raise RuntimeError(error)
-        definitions.update(zip(names, outputs))
-        todo = set().union(*(references(text, modules) for text in outputs)) - set(definitions)
+    definitions = print_closure(coqc, build, modules, references_of(outputs, modules), deadline)
     return {"coqc": coqc_version(coqc), "printing": " ".join(PRINTING) + " Every module Required, none Imported.",
             "python": python_side(), "theorems": record, "definitions": dict(sorted(definitions.items()))}
 
@@ -160,7 +173,7 @@ def verify(coqc: str, build: Path, theorems: list[str], modules: list[str], dead
     constants = sorted(set().union(set(), *needed.values()))
     commands = ([f"Check {LIBRARY}.{pinned['theorems'][t]['constant']}." for t in wanted]
                 + [_print(n) for n in constants])
-    outputs, error = _run_commands(coqc, build, modules, commands, deadline)
+    outputs, error = run_commands(coqc, build, modules, commands, deadline)
     if error:
         return {**failed, **{t: error for t in wanted}}
     types = [_type_of(text, pinned["theorems"][t]["constant"]) for t, text in zip(wanted, outputs)]

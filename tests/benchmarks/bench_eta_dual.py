@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from constructions.numbers import format_down, format_up
+
 
 def heads_of(results: Path) -> list[tuple[str, object]]:
     """(label, network) for every worst-case seed's fine-tuned and reference head."""
@@ -88,11 +90,11 @@ def _around_cells(r: dict) -> list[str]:
 
 
 def _row_cells(r: dict) -> list[str]:
-    head = [f"{r['eta_up']:.6f}", f"{r['eta_lo']:.6f}", f"{r['ratio']:.3f}"]
+    head = [format_up(r["eta_up"], 6), format_down(r["eta_lo"], 6), f"{r['ratio']:.3f}"]  # bounds on their side
     if "fixed_query_bound" not in r:
         return head + [f"({r['witness_case']} query)", "-", "-", "-", f"{r['cpu_s']:.1f}"]
-    return head + [str(r["witness_trigger"]), f"{r['fixed_query_bound']:.6f}", f"{r['fixed_query_ratio']:.3f}",
-                   f"{r['box']:.6f}", f"{r['cpu_s']:.1f}"]
+    return head + [str(r["witness_trigger"]), format_up(r["fixed_query_bound"], 6), f"{r['fixed_query_ratio']:.3f}",
+                   format_up(r["box"], 6), f"{r['cpu_s']:.1f}"]
 
 
 def print_table(columns: list[str], nets, compute, cells, path: Path | None) -> int:

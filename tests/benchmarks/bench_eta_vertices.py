@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from constructions.numbers import format_down, format_up
+
 
 def _save(path: Path | None, data: dict) -> None:
     if path is None:
@@ -62,7 +64,9 @@ def _map(f, jobs: list, workers: int):
 
 def row_text(label: str, r: dict) -> str:
     box = r["eta_up_box"] if r.get("eta_up_box") is not None else r["eta_up"]
-    return (f"| {label} | {r['eta_lo']:.6g} | {box:.6g} | {box / r['eta_lo']:.3f} | {r['eta_up']:.6g} | "
+    # eta_lo rounded down, both eta_up up; the ratios (how loose, no bound) to nearest
+    return (f"| {label} | {format_down(r['eta_lo'], 6)} | {format_up(box, 6)} | {box / r['eta_lo']:.3f} | "
+            f"{format_up(r['eta_up'], 6)} | "
             f"{r['ratio']:.3f} | {r['attained_by']} | {r['eta_cpu_s']:.0f} |")
 
 

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from constructions.numbers import format_down
 from proofs.certify import affine, heads, stack, zono_stack
 from proofs.certify import zonotope as zt
 from proofs.certify.affine import RELATIVE_SLACK, TINY
@@ -116,8 +117,9 @@ def main(argv: list[str] | None = None) -> None:
         for h, m in enumerate(member["layers"][args.layer]):
             mins = {k: float(v[args.layer, h, 1:].min()) for k, v in per.items()}
             print(f"  L{args.layer}H{h} measured mean {m['bos_nontrigger_mean']:.4f}"
-                  f"{' (sinks)' if m['bos_nontrigger_mean'] > STACK_SINK_MASS else ''}: affine forms {mins['affine']:.4g}, "
-                  f"zonotope {mins['zonotope']:.4g}, combined {mins['combined']:.4g}", flush=True)
+                  f"{' (sinks)' if m['bos_nontrigger_mean'] > STACK_SINK_MASS else ''}: affine forms "
+                  f"{format_down(mins['affine'], 4)}, zonotope {format_down(mins['zonotope'], 4)}, combined "
+                  f"{format_down(mins['combined'], 4)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ def test_bench_certify_size_table(benchmark, d, L):
 @pytest.mark.skipif(not SLOW, reason="trains a d = 64 head (~2 min): set SINKS_SLOW=1")
 def test_bench_certify_trained_d64(benchmark):
     """A trained d = 64 single-layer head (``sinks train --d 64``, seed 0), certified at L = 16."""
+    from constructions.numbers import format_down, format_up
     from empirical.training.train import TrainConfig, train
     from empirical.weights.formats import networks_from_summary
     from tests.benchmarks.conftest import FIGURES
@@ -109,4 +110,4 @@ def test_bench_certify_trained_d64(benchmark):
     nodes = sum(q["nodes"] for q in cert["queries"])
     benchmark.extra_info.update({"cpu_s": cpu, "nodes": nodes, "largest_gap": cert["largest_gap"]})
     FIGURES.append(f"certify trained d = 64 head, L = 16: {cpu:.1f} s CPU, {nodes} nodes, largest sink gap "
-                   f"{cert['largest_gap']:.1e}, eta_up {e['eta_up']:.4g} / eta_lo {e['eta_lo']:.4g}")
+                   f"{cert['largest_gap']:.1e}, eta_up {format_up(e['eta_up'], 4)} / eta_lo {format_down(e['eta_lo'], 4)}")

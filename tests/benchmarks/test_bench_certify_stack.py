@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from constructions.numbers import format_down
 from empirical.training.metrics import STACK_SINK_MASS
 
 from .conftest import FIGURES
@@ -55,7 +56,7 @@ def test_bench_certify_trained_stacks(benchmark):
             sinks = m["bos_nontrigger_mean"] > STACK_SINK_MASS
             sinking, certified = sinking + sinks, certified + (sinks and h["non_vacuous"])
             print(f"{shape} {label} L{h['layer']}H{h['head']}: measured mean {m['bos_nontrigger_mean']:.4f} "
-                  f"min {m['bos_nontrigger_min']:.4f}; certified min {h['min_bos_certified']:.4f}")
+                  f"min {m['bos_nontrigger_min']:.4f}; certified min {format_down(h['min_bos_certified'], 4)}")
             assert h["min_bos_certified"] <= m["bos_nontrigger_min"]  # an eval-set input is an input
         FIGURES.append(f"{shape} {label}: {certified}/{sinking} sinking heads certified, {cpu:.1f} s CPU per stack")
         if shape == "2 x 2":

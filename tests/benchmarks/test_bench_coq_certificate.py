@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from constructions.numbers import format_down, format_up
 from proofs.coq.certificate import check, export
 
 from .conftest import FIGURES
@@ -28,10 +29,10 @@ def test_bench_coq_certificate_trained_seed0():
     assert result.ok, result.reason
     assert cert.figure <= python["min_bos_nontrigger"] + 1e-12
     assert cert.trigger_figure >= python["max_bos_trigger"] - 1e-12
-    FIGURES.append(f"Coq certificate, trained seed 0 (d = 16, L = 16): Coq checks min a_i0 >= {cert.figure:.12g} "
-                   f"(Python certificate {python['min_bos_nontrigger']:.12g}) and a_j0 <= {cert.trigger_figure:.8g} "
-                   f"(Python {python['max_bos_trigger']:.8g}); {cert.leaves} + {cert.trigger_leaves} leaves, "
-                   f"depth {cert.depth} / {cert.trigger_depth}, "
+    FIGURES.append(f"Coq certificate, trained seed 0 (d = 16, L = 16): Coq checks min a_i0 >= {format_down(cert.q, 12)} "
+                   f"(Python certificate {format_down(python['min_bos_nontrigger'], 12)}) and a_j0 <= "
+                   f"{format_up(cert.p, 8)} (Python {format_up(python['max_bos_trigger'], 8)}); {cert.leaves} + "
+                   f"{cert.trigger_leaves} leaves, depth {cert.depth} / {cert.trigger_depth}, "
                    f"{result.size['exp_facts']} exp facts, {result.size['certificate_lines']} lines / "
                    f"{result.size['certificate_bytes']} bytes; export {build_cpu:.1f} s CPU; coqc {result.cpu_seconds:.1f} s CPU "
                    f"({result.wall_seconds:.1f} s wall) + generic {result.size['generic_cpu_seconds']:.1f} s CPU")

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from constructions.numbers import format_down
 from empirical.training.metrics import STACK_SINK_MASS
 
 from .conftest import FIGURES
@@ -51,8 +52,8 @@ def test_bench_zonotope_on_trained_stacks(benchmark):
             b = box["heads"][n]["min_bos_certified"] if box else None
             counts = [counts[0] + sinks, counts[1] + (sinks and h["non_vacuous"]), counts[2] + bool(sinks and box and b >= 0.5)]
             print(f"{shape} {label} L{h['layer']}H{h['head']}: measured mean {m['bos_nontrigger_mean']:.4f} "
-                  f"min {m['bos_nontrigger_min']:.4f}; zonotope min {h['min_bos_certified']:.4g}"
-                  + (f"; affine-form min {b:.4g}" if box else ""))
+                  f"min {m['bos_nontrigger_min']:.4f}; zonotope min {format_down(h['min_bos_certified'], 4)}"
+                  + (f"; affine-form min {format_down(b, 4)}" if box else ""))
             assert h["min_bos_certified"] <= m["bos_nontrigger_min"]
         FIGURES.append(f"{shape} {label}: zonotope ({boxes} classes per trigger position) {counts[1]}/{counts[0]} sinking heads "
                        f"certified, {cpu:.1f} s CPU" + (f"; affine forms {counts[2]}/{counts[0]}, {box_cpu:.1f} s CPU" if box else ""))

@@ -46,17 +46,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _fmt(x, digits: int = 6) -> str:
-    return "-" if x is None else (f"{x:.{digits}g}" if isinstance(x, float) else str(x))
+def _fmt(x, digits: int = 6, side: str | None = None) -> str:
+    """A cell: None "-", a float at ``digits`` significant digits on its ``side`` (a lower bound
+    rounded down, an upper bound up, a measured figure to nearest: ``constructions.numbers``)."""
+    from constructions.numbers import format_bound
+
+    return "-" if x is None else (format_bound(x, digits, side) if isinstance(x, float) else str(x))
+
+
+def _row(values: list, sides) -> str:
+    return " | ".join(_fmt(v, side=side) for v, side in zip(values, sides))
 
 
 def _print(label: str, cert: dict, rows: list, zonotope: dict | None = None) -> None:
-    from empirical.analysis.certificates import COLUMNS
+    from empirical.analysis.certificates import COLUMN_SIDES, COLUMNS
 
     print(f"== {label}: {cert['kind']}, d = {cert['d']}, L = {cert['L']}, {cert['type']} ({cert['seconds']:.1f} s)")
     if cert["type"] == "relu head":
-        print(f"  largest BOS weight over every input and query: {cert['max_bos_weight']:.6g} (exact); largest "
-              f"non-trigger row mass <= {cert['max_row_mass_nontrigger']:.3g}")
+        print(f"  largest BOS weight over every input and query: {_fmt(cert['max_bos_weight'], side='upper')} (exact); "
+              f"largest non-trigger row mass <= {_fmt(cert['max_row_mass_nontrigger'], 3, 'upper')}")
         return
     if cert["type"] == "stack":
         _print_stack(cert, rows, zonotope)
@@ -64,30 +72,32 @@ def _print(label: str, cert: dict, rows: list, zonotope: dict | None = None) -> 
     print(f"  CPU time {cert['cpu_seconds']:.1f} s")
     print("  " + " | ".join(COLUMNS))
     for r in rows:
-        print("  " + " | ".join(_fmt(v) for v in r))
+        print("  " + _row(r, COLUMN_SIDES))
     worst = min((q for q in cert["queries"] if q["case"] != "trigger"), key=lambda q: q["certified"])
-    print(f"  worst non-trigger query {worst['position']} ({worst['case']}): a_i0 >= {worst['certified']:.10g}, "
-          f"witness a_i0 in [{worst['witness_low']:.10g}, {worst['witness_high']:.10g}] (trigger at {worst['trigger']}, "
+    print(f"  worst non-trigger query {worst['position']} ({worst['case']}): a_i0 >= "
+          f"{_fmt(worst['certified'], 10, 'lower')}, witness a_i0 in [{_fmt(worst['witness_low'], 10, 'lower')}, "
+          f"{_fmt(worst['witness_high'], 10, 'upper')}] (trigger at {worst['trigger']}, "
           f"query content {[round(v, 3) for v in worst['query_content']]}, other tokens {[round(v, 3) for v in worst['key_content']]})")
-    print(f"  max BOS mass at the trigger <= {cert['max_bos_trigger']:.6g}; all searches closed: {cert['all_exact']} "
-          f"(largest gap {cert['largest_gap']:.2g})")
+    print(f"  max BOS mass at the trigger <= {_fmt(cert['max_bos_trigger'], side='upper')}; all searches closed: "
+          f"{cert['all_exact']} (largest gap {_fmt(cert['largest_gap'], 2, 'upper')})")
     e = cert["eta"]
-    print(f"  eta_up {e['eta_up']:.6g} ({e['attained_by']}), eta_lo {e['eta_lo']:.6g} (replayed witness, trigger "
-          f"{e['trigger']}), ratio {_fmt(e['ratio'], 3)}{_target(e)}")
+    # the ratio says how loose the bracket is (a quality figure, not a bound on the head): nearest
+    print(f"  eta_up {_fmt(e['eta_up'], side='upper')} ({e['attained_by']}), eta_lo {_fmt(e['eta_lo'], side='lower')} "
+          f"(replayed witness, trigger {e['trigger']}), ratio {_fmt(e['ratio'], 3)}{_target(e)}")
     if cert.get("t1"):
         b = cert["t1"]["bounds"]
         print(f"  T1 at eta_up: (a) {'applies' if b['pre_applies'] else 'does not apply'} (eta <= 1/12) bound "
-              f"{_fmt(b['pre_bound'])}; (b) {'applies' if b['all_applies'] else 'does not apply'} (eta <= 1/120) "
-              f"bound {_fmt(b['all_bound'])}; overall: {cert['t1']['overall']}")
+              f"{_fmt(b['pre_bound'], side='lower')}; (b) {'applies' if b['all_applies'] else 'does not apply'} "
+              f"(eta <= 1/120) bound {_fmt(b['all_bound'], side='lower')}; overall: {cert['t1']['overall']}")
 
 
 def _print_stack(cert: dict, rows: list, zonotope: dict | None) -> None:
-    from empirical.analysis.certificates import first_below, stack_columns
+    from empirical.analysis.certificates import first_below, stack_columns, stack_sides
 
     print("  per head the minimum over every trigger position and non-trigger query")
     print("  " + " | ".join(stack_columns(zonotope is not None)))
     for r in rows:
-        print("  " + " | ".join(_fmt(v) for v in r))
+        print("  " + _row(r, stack_sides(zonotope is not None)))
     for c in [cert] + ([zonotope] if zonotope else []):
         level = c["sink_level"]
         print(f"  {c['stack_method']}: CPU time {c['cpu_seconds']:.1f} s; heads with a sink certified: "
@@ -101,7 +111,7 @@ def _print_stack(cert: dict, rows: list, zonotope: dict | None) -> None:
         left = first_below(c)
         if left:
             print(f"    below {level:g} (head: first query, bound there; certified min): "
-                  + ", ".join(f"{h}: {i}, {v:.3g}; {m:.3g}" for h, i, v, m in left))
+                  + ", ".join(f"{h}: {i}, {_fmt(v, 3, 'lower')}; {_fmt(m, 3, 'lower')}" for h, i, v, m in left))
 
 
 def _target(e: dict) -> str:
@@ -138,8 +148,10 @@ def _coq(net, L: int, cert: dict) -> dict:
         return {"ran": False, "reason": "covers single-layer softmax heads only"}
     coq = export.build(net, L)
     result = check.check(coq, "head")
-    figures = (f"min a_i0 >= {coq.figure:.12g} at every non-trigger query, a_j0 <= {coq.trigger_figure:.6g} at "
-               f"the trigger")
+    from constructions.numbers import format_down, format_up
+
+    figures = (f"min a_i0 >= {format_down(coq.q, 12)} at every non-trigger query, a_j0 <= {format_up(coq.p, 6)} at "
+               f"the trigger")  # from the exact rationals the kernel checks, each on its safe side
     if not result.ran:
         print(f"  Coq: not run ({result.reason})")
     elif result.ok:

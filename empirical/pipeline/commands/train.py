@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(summary: dict) -> None:
+    from constructions.numbers import format_down
+
     c, t = summary["config"], summary["timing"]
     print(f"{c['kind']} {c['layers']}x{c['heads']}: {len(c['seeds'])} seed(s), {t['ensemble_steps']} ensemble steps "
           f"in {t['seconds']:.1f} s ({t['steps_per_second']:.1f} steps/s)")
@@ -70,7 +72,9 @@ def _print(summary: dict) -> None:
                 f"non-trigger BOS mass per head {masses}")
         head = m["layers"][0][0]
         if c["layers"] == 1 and "bound" in head:
-            line += f"; certified bound mean {head['bound']['bound_mean']:.6f} (min {head['bound']['bound_min']:.6f})"
+            # the per-example bound's minimum is a lower bound (rounded down); its mean a statistic (nearest)
+            line += (f"; certified bound mean {head['bound']['bound_mean']:.6f} "
+                     f"(min {format_down(head['bound']['bound_min'], 6)})")
         print(line)
 
 

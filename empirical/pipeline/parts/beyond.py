@@ -34,7 +34,7 @@ from typing import Any, Callable
 from constructions import abstaining_heads, attention
 from constructions.errors import BadInput
 
-from .beyond_claims import construction_claim, kind_claim, variant_claim
+from .beyond_claims import construction_claim, kind_claim, up, variant_claim
 
 SINK = 0.9  # BOS mass above which a run counts as sinking
 NO_SINK = 0.01  # BOS mass below which a run counts as not sinking
@@ -193,7 +193,7 @@ def construction_cell(kind: str, constructions: dict[str, dict]) -> str:
         p = c["curve"][-1]
         verdict = "verified exactly" if c["verified"] else "failed"
         return (f"{verdict}: every weight -> target as gap -> oo (L={c['limit_L']}); certified at gap "
-                f"{p['gap']:g}, L=16: error <= {p['max_error']:.1e}, BOS mass <= {p['max_bos_mass']:.1e}")
+                f"{p['gap']:g}, L=16: error <= {up(p['max_error'])}, BOS mass <= {up(p['max_bos_mass'])}")
     if kind in abstaining_heads.CONSTRUCTIONS:
         return "not checked in this command (sinks reproduce --only beyond)"
     if kind == "softmax":

@@ -13,8 +13,14 @@ construction did (quick mode trains nothing for that kind).
 from __future__ import annotations
 
 from constructions import attention
+from constructions.numbers import format_up
 
 TEST = "tests/test_beyond_training.py"
+
+
+def up(x: float) -> str:
+    """A certified maximum (error, BOS mass) at 2 digits, rounded up: it stays an upper bound."""
+    return format_up(x, 2)
 
 
 def kind_claim(kind: str, judged: list[tuple[str, tuple[int, int], bool, str]], ref: dict | None, nob: dict | None,
@@ -40,7 +46,7 @@ def kind_claim(kind: str, judged: list[tuple[str, tuple[int, int], bool, str]], 
         evidence.append(f"2x2: largest-head BOS mass min {multi['sink_min']:.4f} over {multi['seeds']} seeds")
     if construction is not None:
         p = construction["curve"][-1]
-        evidence.append(f"construction error <= {p['max_error']:.1e} with BOS mass <= {p['max_bos_mass']:.1e} "
+        evidence.append(f"construction error <= {up(p['max_error'])} with BOS mass <= {up(p['max_bos_mass'])} "
                         f"at gap {p['gap']:g}")
     if construction is not None and not construction["verified"]:
         verdict = "failed"
@@ -71,9 +77,9 @@ def construction_claim(name: str, c: dict, figure: str | None) -> dict:
         "verdict": "verified exactly" if c["verified"] else "failed",
         "evidence": (f"sympy: all {c['weights_checked']} distinct weights tend to their targets as gap -> oo "
                      f"(L={c['limit_L']}, every trigger position); mpmath.iv over all inputs of length 16: "
-                     + ", ".join(f"gap {q['gap']:g}: error <= {q['max_error']:.1e}, BOS <= {q['max_bos_mass']:.1e}"
+                     + ", ".join(f"gap {q['gap']:g}: error <= {up(q['max_error'])}, BOS <= {up(q['max_bos_mass'])}"
                                  for q in c["curve"][::max(1, len(c["curve"]) // 3)])
-                     + f"; at gap {p['gap']:g}: error <= {p['max_error']:.1e}"),
+                     + f"; at gap {p['gap']:g}: error <= {up(p['max_error'])}"),
         "test": "tests/test_abstaining_heads.py", "command": "sinks reproduce --only beyond",
         "figures": [figure] if figure else [],
     }

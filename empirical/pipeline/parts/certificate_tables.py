@@ -18,8 +18,16 @@ TEST = "tests/test_certify.py"
 COMMAND = "sinks certify results/train/softmax-1x1.json"
 
 
-def _fmt(x, digits: int = 6) -> str:
-    return "-" if x is None else f"{x:.{digits}g}"
+def _fmt(x, digits: int = 6, side: str | None = None) -> str:
+    """A cell: a lower bound rounded down, an upper one up, a measured figure to nearest."""
+    from constructions.numbers import format_bound
+
+    return format_bound(x, digits, side)
+
+
+def eta_pairs(etas: list[tuple[float, float]], digits: int = 3) -> str:
+    """"eta_up/eta_lo" per seed, each on its safe side (eta_up rounded up, eta_lo down)."""
+    return ", ".join(f"{_fmt(up, digits, 'upper')}/{_fmt(lo, digits, 'lower')}" for up, lo in etas)
 
 
 def _networks(summary: dict):
@@ -34,14 +42,15 @@ def _seed_row(label: str, cert: dict, measured: dict) -> list[Any]:
     q = [x for x in cert["queries"] if x["case"] != "trigger"]
     t1 = cert["t1"]["bounds"]
     e = cert["eta"]
-    return [label, _fmt(cert["min_bos_before"]), _fmt(cert["min_bos_after"]), _fmt(cert["max_bos_trigger"], 3),
-            _fmt(e["eta_up"], 4), _fmt(e["eta_lo"], 4), _fmt(e["ratio"], 3),
-            _fmt(t1["pre_bound"], 4) if t1["pre_applies"] else "does not apply",
-            _fmt(t1["all_bound"], 4) if t1["all_applies"] else "does not apply",
+    return [label, _fmt(cert["min_bos_before"], side="lower"), _fmt(cert["min_bos_after"], side="lower"),
+            _fmt(cert["max_bos_trigger"], 3, "upper"), _fmt(e["eta_up"], 4, "upper"), _fmt(e["eta_lo"], 4, "lower"),
+            _fmt(e["ratio"], 3),  # how loose the bracket is, not a bound: nearest
+            _fmt(t1["pre_bound"], 4, "lower") if t1["pre_applies"] else "does not apply",
+            _fmt(t1["all_bound"], 4, "lower") if t1["all_applies"] else "does not apply",
             cert["t1"]["overall"],
-            _fmt(min(measured["per_example_bound_min"].values())),
+            _fmt(min(measured["per_example_bound_min"].values()), side="lower"),
             _fmt(certificates.nontrigger_mass(measured, 0)[1]),
-            f"{'exact' if cert['all_exact'] else 'gap ' + _fmt(cert['largest_gap'], 2)}; {len(q)} queries",
+            f"{'exact' if cert['all_exact'] else 'gap ' + _fmt(cert['largest_gap'], 2, 'upper')}; {len(q)} queries",
             f"{cert['seconds']:.1f}"]
 
 
@@ -128,7 +137,8 @@ def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = Fals
             layer = per_layer.setdefault(h["layer"], [0, 0])
             layer[0], layer[1] = layer[0] + sinks, layer[1] + (sinks and h["non_vacuous"])
             rows.append([item.label, f"L{h['layer']}H{h['head']}", _fmt(m["bos_nontrigger_mean"], 4),
-                         _fmt(m["bos_nontrigger_min"], 4), _fmt(h["min_bos_certified"], 4), status, f"{cert['cpu_seconds']:.1f}"])
+                         _fmt(m["bos_nontrigger_min"], 4), _fmt(h["min_bos_certified"], 4, "lower"), status,
+                         f"{cert['cpu_seconds']:.1f}"])
         per_seed.append((item.label, sinking, certified))
     all_ok = all(s == c for _, s, c in per_seed)
     table = {"title": f"{name} softmax stacks: certified per-head BOS mass over every input",
@@ -170,7 +180,8 @@ def _per_position_table(certs: list) -> dict:
         matches = i != trig and (i < trig) == (case == "before")
         pe = min(m["per_example_bound_min"][i] for _, _, m in certs) if matches else None
         meas = min(m["heads"][0]["min"][i] for _, _, m in certs) if matches else None
-        rows.append([i, case, _fmt(cert_min, 7), _fmt(min(t1b), 4) if t1b else "does not apply", _fmt(pe, 7), _fmt(meas, 7)])
+        rows.append([i, case, _fmt(cert_min, 7, "lower"), _fmt(min(t1b), 4, "lower") if t1b else "does not apply",
+                     _fmt(pe, 7, "lower"), _fmt(meas, 7)])
     return {"title": "T1 end to end per query position (minimum over the seeds)",
             "columns": ["query", "case", "certified min a_i0 (every input)", "T1 bound at eta_up",
                         "per-example bound min (eval set)", "measured min (eval set)"],
@@ -208,7 +219,7 @@ def _training_claims(certs: list) -> list[dict]:
         {"id": "t1_certified", "claim": f"Every trained single-layer softmax head sinks on EVERY input: certified minimum BOS mass > {SINK_MASS} "
                   "at every non-trigger query over all trigger positions and contents",
          "verdict": sink_verdict(mins, [_witness_min(c) for _, c, _ in certs]),
-         "evidence": (f"certified min a_i0 per seed {', '.join(_fmt(m, 6) for m in mins)} (interval arithmetic, "
+         "evidence": (f"certified min a_i0 per seed {', '.join(_fmt(m, 6, 'lower') for m in mins)} (interval arithmetic, "
                       f"witness inputs replayed exactly; searches closed in {sum(c['all_exact'] for _, c, _ in certs)}/"
                       f"{len(certs)} heads); seconds per head {seconds}"),
          "test": f"{TEST}::test_certified_min_is_below_every_enumerated_input_and_witness_replays", "command": COMMAND,
@@ -216,7 +227,7 @@ def _training_claims(certs: list) -> list[dict]:
         {"id": "t1_end_to_end", "claim": "T1 end to end on trained heads: with the certified worst-case error eta_up, T1's bound holds "
                   "where T1 applies",
          "verdict": "refuted" if refuted else ("verified exactly" if any("consistent" in o for o in overall) else "unknown"),
-         "evidence": (f"eta_up / eta_lo per seed {', '.join(f'{u:.3g}/{lo:.3g}' for u, lo in etas)}; T1 check "
+         "evidence": (f"eta_up / eta_lo per seed {eta_pairs(etas)}; T1 check "
                       f"{', '.join(overall)}"
                       + (" ('T1 does not apply': eta_up above 1/12 = 0.083, the range of (a))" if "T1 does not apply" in overall else "")
                       + "; part (b) needs eta <= 1/120 = 0.0083"
@@ -265,15 +276,18 @@ def construction_certificates(d: int = 16, L: int = 16, beta: int = 10, gap: int
     agreement = closed_form_agreement(soft["min_bos_nontrigger"], soft["eta"]["eta_up"], beta, L)
     soft_ok = agreement["sound"] and agreement["agrees"]
     relu = free.certify_relu(relu_head.build(d), L)
-    rows = [["softmax beta = 10", "min a_i0 non-trigger", _fmt(soft["min_bos_nontrigger"], 12), _fmt(closed_min, 12)],
-            ["softmax beta = 10", "eta_up / eta_lo", f"{soft['eta']['eta_up']:.12g} / {soft['eta']['eta_lo']:.12g}",
+    # certified figures on their safe side; the closed forms are values (to nearest)
+    rows = [["softmax beta = 10", "min a_i0 non-trigger", _fmt(soft["min_bos_nontrigger"], 12, "lower"), _fmt(closed_min, 12)],
+            ["softmax beta = 10", "eta_up / eta_lo", eta_pairs([(soft["eta"]["eta_up"], soft["eta"]["eta_lo"])], 12),
              _fmt(closed_eta, 12)],
-            ["softmax beta = 10", "max a_j0 at the trigger", _fmt(soft["max_bos_trigger"], 6), _fmt(math.exp(-beta) / (math.exp(-beta) + 2), 6)],
-            ["relu (T3)", "max BOS weight, every query", _fmt(relu["max_bos_weight"]), "0"],
-            ["relu (T3)", "max non-trigger row mass", _fmt(relu["max_row_mass_nontrigger"], 3), "0"]]
+            ["softmax beta = 10", "max a_j0 at the trigger", _fmt(soft["max_bos_trigger"], 6, "upper"),
+             _fmt(math.exp(-beta) / (math.exp(-beta) + 2), 6)],
+            ["relu (T3)", "max BOS weight, every query", _fmt(relu["max_bos_weight"], side="upper"), "0"],
+            ["relu (T3)", "max non-trigger row mass", _fmt(relu["max_row_mass_nontrigger"], 3, "upper"), "0"]]
     for name in abstaining_heads.CONSTRUCTIONS:
         p = abstaining_heads.certified_point(name, gap, L)
-        rows.append([f"{name} gap = {gap}", "max BOS mass / max error, every input", f"{p.max_bos_mass:.3g} / {p.max_error:.3g}",
+        rows.append([f"{name} gap = {gap}", "max BOS mass / max error, every input",
+                     f"{_fmt(p.max_bos_mass, 3, 'upper')} / {_fmt(p.max_error, 3, 'upper')}",
                      "-> 0 / 0 as gap -> oo (abstaining_heads.verify_limit)"])
     claim = {
         "id": "constructions_certified",

@@ -12,6 +12,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from constructions.numbers import format_down, format_up
+
 TEST = "tests/test_constructions.py"
 BETA = Fraction(10)
 LENGTHS = (16, 64, 256, 1024)
@@ -40,8 +42,9 @@ def _exact(sizes: dict) -> dict[str, list]:
 
 
 def _describe(v) -> str:
-    return (f"d={v.d}, L={v.L}: {v.sequences} sequences in {v.seconds:.1f} s, max |error| = {v.worst_error_float:.3g}, "
-            f"max BOS weight = {v.largest_bos_weight_float:.6g}")
+    # both maxima are upper ends of exact or interval enclosures: rounded up
+    return (f"d={v.d}, L={v.L}: {v.sequences} sequences in {v.seconds:.1f} s, max |error| = "
+            f"{format_up(v.worst_error_float, 3)}, max BOS weight = {format_up(v.largest_bos_weight_float, 6)}")
 
 
 def float_checks_pass(records: list[dict]) -> tuple[bool, bool, bool]:
@@ -85,7 +88,8 @@ def _float_rows(quick: bool, device: str) -> tuple[list[dict], list[list[Any]]]:
             bound = _float_bound(name, L)
             r.update(construction=name, closed_form_bound=bound)
             records.append(r)
-            rows.append([name, L, batch, f"{r['max_abs_error']:.3g}", f"{bound:.3g}", f"{r['max_bos_weight']:.6g}",
+            # measured on the batch (to nearest) beside the closed-form error bound (rounded up)
+            rows.append([name, L, batch, f"{r['max_abs_error']:.3g}", format_up(bound, 3), f"{r['max_bos_weight']:.6g}",
                          f"{r['min_bos_weight_off_trigger']:.6g}", f"{r['max_bos_weight_at_trigger']:.3g}"])
     return records, rows
 
@@ -148,8 +152,8 @@ def _multihead_claims(exact: dict) -> list[dict]:
          "verdict": _verdict(pair),
          "evidence": "; ".join(
              f"{v.construction}, {_describe(v)} (evaluator = closed forms in Q(e^beta), error 0 off the trigger; "
-             f"worst case {v.details['closed_form_worst_error']:.3g} certified); BOS mass <= 1/2 off the trigger, "
-             f"head 2 at the trigger {v.details['max_bos_mass_at_trigger']:.6f}" for v in pair),
+             f"worst case {format_up(v.details['closed_form_worst_error'], 3)} certified); BOS mass <= 1/2 off the "
+             f"trigger, head 2 at the trigger <= {format_up(v.details['max_bos_mass_at_trigger'], 6)}" for v in pair),
          "test": "tests/test_cancelling_heads.py::test_cancelling_pair_is_exact_in_q_e_beta", "command": "sinks construct cancelling --beta 10",
          "figures": []},
         {"id": "question_a_interpolating", "claim": "Question (a) refuted: softmax heads that solve the task with error exactly 0 and no BOS mass near 1 "
@@ -206,9 +210,9 @@ def run(results_dir: Path, quick: bool, device: str) -> dict:
          "verdict": _verdict(softmax),
          "evidence": "; ".join(
              f"beta={BETA}, {_describe(v)} (evaluator = closed forms identically in Q(e^beta); |error| <= bound, "
-             f"certified intervals; bound {v.details['closed_form_bound']:.4g} attained); "
-             f"BOS mass >= {v.details['min_bos_mass_off_trigger']:.6f} off the trigger, "
-             f"<= {v.details['max_bos_mass_at_trigger']:.3g} at it" for v in softmax),
+             f"certified intervals; bound {format_up(v.details['closed_form_bound'], 4)} attained); "
+             f"BOS mass >= {format_down(v.details['min_bos_mass_off_trigger'], 6)} off the trigger, "
+             f"<= {format_up(v.details['max_bos_mass_at_trigger'], 3)} at it" for v in softmax),
          "test": f"{TEST}::test_softmax_head_matches_closed_forms", "command": "sinks construct softmax --beta 10",
          "figures": figures["softmax"]},
         {"id": "sufficiency_tradeoff", "claim": "Sufficiency (trade-off): for the softmax family the error at a non-trigger query before the "

@@ -157,8 +157,9 @@ def kernel_table(verdicts: dict, report) -> dict:
     rows = [[name, v.label, v.kernel, ", ".join(TWINS[name])] for name, v in verdicts.items() if v.kernel is not None]
     return {"title": "Kernel check: the statements with a Coq twin (proofs/coq)",
             "columns": ["statement", "verdict", "kernel", "Coq theorems"], "rows": rows,
-            "note": report.summary() + ("; Print Assumptions of the main theorems lists only "
-                                        + ", ".join(report.to_dict()["allowed_axioms"]) if report.ok else "")}
+            "note": report.summary() + (f"; Print Assumptions of the main theorems lists: "
+                                        f"{report.printed_assumptions(list(report.assumptions))}; "
+                                        f"{report.recheck.get('summary', 'coqchk not run')}" if report.ok else "")}
 
 
 def kernel_record(verdicts: dict) -> tuple[list[dict], dict | None]:

@@ -92,8 +92,11 @@ def report(results_dir: Path, summary: dict, workers: int = 1) -> dict[str, Any]
                         "results": [{k: r[k] for k in ("label", "certificate", "measured", "fixed_query")} for r in results]}}
 
 
-def _fmt(x, digits: int = 6) -> str:
-    return "-" if x is None else f"{x:.{digits}g}"
+def _fmt(x, digits: int = 6, side: str | None = None) -> str:
+    """A cell: a lower bound rounded down, an upper one up, a measured figure to nearest."""
+    from constructions.numbers import format_bound
+
+    return format_bound(x, digits, side)
 
 
 def seed_table(results: list[dict], summary: dict) -> dict:
@@ -104,11 +107,13 @@ def seed_table(results: list[dict], summary: dict) -> dict:
         c, m, mem = r["certificate"], r["measured"], r["member"]
         b, e = c["t1"]["bounds"], c["eta"]
         rows.append([r["label"], f"{mem['reference_steps']} + {mem['finetune_steps']}",
-                     _fmt(c["min_bos_before"]), _fmt(c["min_bos_after"]), _fmt(c["max_bos_trigger"], 3),
-                     _fmt(e["eta_up"], 4), _fmt(e["eta_lo"], 4), _fmt(e["ratio"], 3), _box_ratio(e), _fixed_ratio(r),
-                     _fmt(b["pre_bound"], 6) if b["pre_applies"] else "does not apply",
-                     _fmt(b["all_bound"], 6) if b["all_applies"] else "does not apply",
-                     c["t1"]["overall"], _fmt(min(m["per_example_bound_min"].values())), _fmt(certificates.nontrigger_mass(m, 0)[1]),
+                     _fmt(c["min_bos_before"], side="lower"), _fmt(c["min_bos_after"], side="lower"),
+                     _fmt(c["max_bos_trigger"], 3, "upper"), _fmt(e["eta_up"], 4, "upper"), _fmt(e["eta_lo"], 4, "lower"),
+                     _fmt(e["ratio"], 3), _box_ratio(e), _fixed_ratio(r),
+                     _fmt(b["pre_bound"], 6, "lower") if b["pre_applies"] else "does not apply",
+                     _fmt(b["all_bound"], 6, "lower") if b["all_applies"] else "does not apply",
+                     c["t1"]["overall"], _fmt(min(m["per_example_bound_min"].values()), side="lower"),
+                     _fmt(certificates.nontrigger_mass(m, 0)[1]),
                      f"{c['seconds']:.1f}"])
     cfg = summary["config"]
     return {"title": "T1 in full on trained weights: worst-case trained single-layer softmax heads, certified over every input",
@@ -161,9 +166,9 @@ def position_table(results: list[dict]) -> dict:
         matches = i != trig and (i < trig) == (case == "before")
         pe = min(r["measured"]["per_example_bound_min"][i] for r in results) if matches else None
         ok = sum(x["verdict"] == "consistent" for x in t1)
-        rows.append([i, case, *(_fmt(m, 8) for m in mins),
-                     _fmt(max(pre), 6) if pre and None not in pre else ("-" if case != "before" else "does not apply"),
-                     _fmt(max(allb), 6) if None not in allb else "does not apply", _fmt(pe, 8),
+        rows.append([i, case, *(_fmt(m, 8, "lower") for m in mins),
+                     _fmt(max(pre), 6, "lower") if pre and None not in pre else ("-" if case != "before" else "does not apply"),
+                     _fmt(max(allb), 6, "lower") if None not in allb else "does not apply", _fmt(pe, 8, "lower"),
                      f"{ok}/{len(t1)} consistent"])
     return {"title": "T1 in full per query position: certified minimum per seed beside T1's bounds at eta_up",
             "columns": ["query", "case", *(f"certified min a_i0, {r['label']}" for r in results),
@@ -175,6 +180,7 @@ def position_table(results: list[dict]) -> dict:
 
 
 def claims(results: list[dict], figures: list[str]) -> list[dict]:
+    from empirical.pipeline.parts.certificate_tables import eta_pairs
     from proofs.certify import t1
 
     if not results:
@@ -198,8 +204,9 @@ def claims(results: list[dict], figures: list[str]) -> list[dict]:
                   f"worst-case error eta_up lies in T1 (b)'s range (<= 1/120), and 1 - f_all(eta_up) (and 1 - f_pre(eta_up) "
                   "before the trigger) lies at or below the certified minimum BOS mass at every non-trigger query",
          "verdict": verdict,
-         "evidence": (f"eta_up / eta_lo per seed {', '.join(f'{u:.3g}/{lo:.3g}' for u, lo in etas)} (1/120 = "
+         "evidence": (f"eta_up / eta_lo per seed {eta_pairs(etas)} (1/120 = "
                       f"{float(t1.ALL_MAX):.5f}); T1 (b) applies: {sum(applies)}/{n}; check per seed {', '.join(overall)}"
+                      # a difference of two lower bounds (its sign is the point), not a bound: nearest
                       + (f"; smallest certified min - T1 bound {worst_margin:.3g}" if worst_margin is not None else "")
                       + "; certified over every trigger position and content (interval arithmetic)"),
          "test": f"{TEST}::test_t1b_end_to_end_on_a_worst_case_head", "command": COMMAND, "figures": figures},

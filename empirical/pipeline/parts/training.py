@@ -229,8 +229,11 @@ def _run_digest(summary: dict, run_ids: list[str]) -> dict:
     }
 
 
-def _fmt(x: float, digits: int = 4) -> str:
-    return f"{x:.{digits}g}" if isinstance(x, (int, float)) else str(x)
+def _fmt(x: float, digits: int = 4, side: str | None = None) -> str:
+    """A number to nearest, or a bound on its ``side`` ("lower": rounded down, "upper": up)."""
+    from constructions.numbers import format_bound
+
+    return format_bound(x, digits, side) if isinstance(x, (int, float)) else str(x)
 
 
 def _pm(values: list[float], digits: int = 4) -> str:
@@ -264,7 +267,9 @@ def _runs_table(summaries: dict) -> dict:
             bound = "per head: see the next table"
         elif "bound" in members[0]["layers"][0][0]:
             b = [m["layers"][0][0]["bound"] for m in members]
-            bound = (f"L0H0 mean {_pm([x['bound_mean'] for x in b], 6)}, min {_fmt(min(x['bound_min'] for x in b))}; "
+            # the per-example bound's minimum is a lower bound (rounded down); its mean over the sequences
+            # is a statistic beside the measured mean (to nearest)
+            bound = (f"L0H0 mean {_pm([x['bound_mean'] for x in b], 6)}, min {_fmt(min(x['bound_min'] for x in b), side='lower')}; "
                      f"violations {sum(x['violations'] for x in b)}")
         spec_steps, spec_mass = SPEC_VALUES.get((kind, layers, heads), ("-", "-"))
         mass = (f"{_pm(_head_values(s, 'bos_nontrigger_mean')[0][0], 6)}; min over seeds, sequences and queries "
@@ -387,9 +392,10 @@ def _bound_claim(s: dict, figures: dict) -> dict:
         "evidence": (f"{len(b)} seeds x {s['eval']['sequences']} sequences x 14 non-trigger queries: violations "
                      f"{violations}, smallest slack (measured - bound) {_fmt(min(x['min_slack'] for x in b), 3)}; "
                      f"bound mean {', '.join(_fmt(x['bound_mean'], 6) for x in b)} vs measured mean "
-                     f"{', '.join(_fmt(x['measured_mean'], 6) for x in b)}; bound min {_fmt(min(x['bound_min'] for x in b), 6)}; "
-                     f"delta_i >= {_fmt(min(x['delta_lower_min'] for x in b), 4)} (certified lower bound, float64, "
-                     f"duality gap <= {_fmt(max(x['duality_gap_max'] for x in b), 2)})"),
+                     f"{', '.join(_fmt(x['measured_mean'], 6) for x in b)}; bound min "
+                     f"{_fmt(min(x['bound_min'] for x in b), 6, 'lower')}; delta_i >= "
+                     f"{_fmt(min(x['delta_lower_min'] for x in b), 4, 'lower')} (certified lower bound, float64, "
+                     f"duality gap <= {_fmt(max(x['duality_gap_max'] for x in b), 2, 'upper')})"),
         "test": "tests/test_bound.py::test_bound_on_the_constructed_softmax_head_by_hand",
         "command": _cmd_of(s),
         "figures": [figures[k] for k in ("sink_vs_step",) if k in figures],

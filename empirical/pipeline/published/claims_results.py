@@ -100,7 +100,7 @@ def t3(R: Records) -> str:
     both = _verdict(R.claim("constructions", "t3_relu_exact"), R.claim("constructions", "t3_relu_stack"))
     return (f"{s['relu_construction_exact']}{_kernel(R, ('relu_construction_exact',))} for symbolic j, L and contents (`relu_construction_exact`; the stack "
             f"from the head plus exactly-zero output blocks); {both} on every sequence of {heads}; stacks {stacks}; "
-            f"float64 error <= {fmt(max(r['max_abs_error'] for r in floats), 2)} "
+            f"float64 error <= {fmt(max(r['max_abs_error'] for r in floats), 2, 'upper')} "
             f"up to L = {max(r['L'] for r in floats)}")
 
 
@@ -181,7 +181,7 @@ def t1_bound(R: Records) -> str:
     c = R.claim("training", "t1_bound")
     bounds = _run(R, "softmax-1x1")["bound"]
     return (f"{c['verdict']}: bound mean {pm([b['bound_mean'] for b in bounds], 5)} over {len(bounds)} seeds, min "
-            f"{fmt(min(b['bound_min'] for b in bounds), 4)} over every evaluation sequence and non-trigger query, "
+            f"{fmt(min(b['bound_min'] for b in bounds), 4, 'lower')} over every evaluation sequence and non-trigger query, "
             f"never above the measured mass (violations {sum(b['violations'] for b in bounds)}); per head in the "
             "stacks mostly vacuous (<= 0)")
 
@@ -194,8 +194,9 @@ def certified(R: Records) -> str:
     lo, up = [c["eta"]["eta_lo"] for c in certs], [c["eta"]["eta_up"] for c in certs]
     applies_a = sum(c["t1"]["bounds"]["pre_applies"] for c in certs)
     text = (f"{one['verdict']} (interval arithmetic, witnesses replayed exactly): every trained single-layer softmax "
-            f"head ({_n(len(certs), 'seed')}) puts >= {fmt(min(mins), 5)} on BOS at every non-trigger query on every input; "
-            f"its worst-case error eta is bracketed by eta_lo {span(lo, 2)} (replayed witness) and eta_up {span(up, 2)}, so T1 (b) (eta <= 1/120) "
+            f"head ({_n(len(certs), 'seed')}) puts >= {fmt(min(mins), 5, 'lower')} on BOS at every non-trigger query on every "
+            f"input; its worst-case error eta is bracketed by eta_lo {span(lo, 2, side='lower')} (replayed witness) and "
+            f"eta_up {span(up, 2, side='upper')}, so T1 (b) (eta <= 1/120) "
             f"{'cannot apply' if min(lo) > 1 / 120 else 'may apply'} and T1 (a) applies to {applies_a}/{len(certs)}: "
             f"{end['verdict']}")
     try:
@@ -224,7 +225,7 @@ def _t1_in_full(R: Records) -> str:
     etas = [r["certificate"]["eta"] for r in rows]
     applies = sum(r["certificate"]["t1"]["bounds"]["all_applies"] for r in rows)
     return (f"; T1 in full on worst-case trained heads ({_n(len(rows), 'seed')}, `empirical.analysis.worst_case`): eta_up "
-            f"{span([e['eta_up'] for e in etas], 2)}, T1 (b) applies to {applies}/{len(rows)}, its bound below every "
+            f"{span([e['eta_up'] for e in etas], 2, side='upper')}, T1 (b) applies to {applies}/{len(rows)}, its bound below every "
             f"certified minimum: {full['verdict']}; eta_up / eta_lo <= 1.1: {bracket['verdict']} "
             f"({', '.join(fmt(e['ratio'], 3) for e in etas)})")
 
@@ -273,7 +274,8 @@ def t3_observed(R: Records) -> str:
     run = _run(R, "relu-1x1")
     zero = [s for s, m in zip(run["seeds"], _members(run, "row_nontrigger_max")) if m == 0.0]
     worst = max(_members(run, "bos_nontrigger_mean"))
-    cells = [f"1 layer: BOS mass {'exactly 0' if worst == 0 else '<= ' + fmt(worst, 2)} ({no_sink['verdict']}, "
+    # "<=" the largest measured mean: written rounded up so that it holds of every seed's
+    cells = [f"1 layer: BOS mass {'exactly 0' if worst == 0 else '<= ' + fmt(worst, 2, 'upper')} ({no_sink['verdict']}, "
              f"criterion <= 0.002 in every seed)"]
     for layers in (2, 4):
         try:
@@ -281,7 +283,7 @@ def t3_observed(R: Records) -> str:
         except NotInRun:
             continue
         worst = max(v for layer in _run(R, f"relu-{layers}x{layers}")["bos_nontrigger_mean"] for h in layer for v in h)
-        cells.append(f"{layers} x {layers}: {'exactly 0' if worst == 0 else '<= ' + fmt(worst, 2)} ({c['verdict']})")
+        cells.append(f"{layers} x {layers}: {'exactly 0' if worst == 0 else '<= ' + fmt(worst, 2, 'upper')} ({c['verdict']})")
     return (f"{no_sink['verdict']}: " + "; ".join(cells) + f"; every non-trigger weight exactly 0 in seeds "
             f"{', '.join(map(str, zero)) or 'none'} of {len(run['seeds'])} single-layer seeds, so \"exactly 0 in every "
             f"seed\" (SPEC, seed 0) is {exact['verdict']}")
@@ -314,7 +316,7 @@ def abstaining(R: Records) -> str:
     verdict = "verified exactly" if all(cons[n]["verified"] for n in names) else "failed"
     last = [cons[n]["curve"][-1] for n in names]
     return (f"{verdict} (sympy limits, L = {cons[names[0]]['limit_L']}) and certified (mpmath.iv, all inputs of length "
-            f"16): error <= {' / '.join(fmt(p['max_error'], 2) for p in last)} ({' / '.join(names)}) at gap "
+            f"16): error <= {' / '.join(fmt(p['max_error'], 2, 'upper') for p in last)} ({' / '.join(names)}) at gap "
             f"{last[0]['gap']:g}")
 
 
@@ -341,7 +343,8 @@ def softpick(R: Records) -> str:
                 else "SMT: not in this run (default `sinks reproduce --only smt`)")
     kind = R.claim("beyond", "beyond_kind_softpick")
     return (f"{'verified exactly' if c['verified'] else 'failed'} (sympy limits; certified error <= "
-            f"{fmt(p['max_error'], 2)} at gap {p['gap']:g}, BOS mass {fmt(p['max_bos_mass'], 2)}); {smt_cell}; "
+            f"{fmt(p['max_error'], 2, 'upper')} at gap {p['gap']:g}, BOS mass <= {fmt(p['max_bos_mass'], 2, 'upper')}); "
+            f"{smt_cell}; "
             f"training {kind['verdict']}: BOS mass {fmt(ref['sink_mean'], 2)} over {ref['seeds']} seeds (error "
             f"{fmt(ref['error_max'], 2)}, {ref['converged']}/{ref['seeds']} stop); without BOS "
             f"{nob['converged']}/{nob['seeds']} stop")
@@ -352,8 +355,9 @@ def variants(R: Records) -> str:
     if not runs:
         raise NotInRun("not in this run (the variants: the default `sinks reproduce --only beyond` has them)")
     claims = [R.claim("beyond", f"beyond_variant_{r['variant']}_softmax_1x1") for r in runs]
+    # ">=" the smallest measured minimum: written rounded down so that it holds of every seed's
     return (f"{_verdict(*claims)} (criterion: min BOS mass > 0.9 in every seed): BOS mass >= "
-            f"{fmt(min(r['sink_min'] for r in runs), 3)} in every seed of " + ", ".join(r["variant"] for r in runs))
+            f"{fmt(min(r['sink_min'] for r in runs), 3, 'lower')} in every seed of " + ", ".join(r["variant"] for r in runs))
 
 
 def semantics(R: Records) -> str:

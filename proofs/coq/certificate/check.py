@@ -16,7 +16,6 @@ standard library's ``exp_ineq1_le``, 1 + x <= exp x, rests on; ``Certified.exp_s
 from __future__ import annotations
 
 import re
-import resource
 import shutil
 import tempfile
 import time
@@ -24,7 +23,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from proofs.coq import kernel
-from proofs.coq.coqc import Timeout, coqc_path, coqc_version, run_session
+from proofs.coq.assumptions import parse_assumptions, recheck
+from proofs.coq.source import project_files
+from proofs.coq.coqc import Timeout, children_cpu, coqc_path, coqc_version, run_session
+
+from . import statement
 
 HERE = Path(__file__).resolve().parent
 LIBRARY = "SinksCert"
@@ -45,6 +48,7 @@ class CoqCheck:
     cpu_seconds: float = 0.0  # coqc's own CPU (children's rusage)
     coqc: str = ""
     size: dict = field(default_factory=dict)
+    recheck: dict = field(default_factory=dict)  # what coqchk -o said of the compiled certificate
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -52,8 +56,7 @@ class CoqCheck:
 
 def generic_files() -> list[str]:
     """The generic .v files in compile order (``_CoqProject``)."""
-    lines = (HERE / "_CoqProject").read_text().split("\n")
-    return [ln.strip() for ln in lines if ln.strip().endswith(".v")]
+    return project_files(HERE)
 
 
 def available() -> str:
@@ -73,35 +76,31 @@ def available() -> str:
     return ""
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def _coqc(coqc: str, build: Path, name: str, deadline: float):
     """coqc on one file of the certificate's library (its whole session killed at ``deadline``)."""
     return run_session([coqc, "-R", ".", LIBRARY, name], build, deadline)
 
 
-_GENERIC: dict[str, tuple[Path, float, float]] = {}  # coqc -> (compiled generic folder, wall s, CPU s)
+_GENERIC: dict[tuple, tuple[Path, float, float]] = {}  # (coqc, texts) -> (compiled generic folder, wall s, CPU s)
 
 
-def _generic_build(coqc: str, deadline: float) -> tuple[Path, float, float]:
+def _generic_build(coqc: str, deadline: float, texts: dict[str, str]) -> tuple[Path, float, float]:
     """The generic files compiled once per process (kept in a temporary folder until exit)."""
-    if coqc not in _GENERIC:
+    key = (coqc, tuple(texts.items()))
+    if key not in _GENERIC:
         import atexit
 
         folder = Path(tempfile.mkdtemp(prefix="sinks-coq-generic-"))
         atexit.register(shutil.rmtree, folder, True)
-        start, cpu0 = time.monotonic(), _children_cpu()
+        start, cpu0 = time.monotonic(), children_cpu()
         for f in generic_files():
-            (folder / f).write_text((HERE / f).read_text())
+            (folder / f).write_text(texts[f])
             run = _coqc(coqc, folder, f, deadline)
             if run.returncode != 0:
                 shutil.rmtree(folder, True)
                 raise GenericFailure(f"{f} does not compile: {' '.join(run.stdout.split())[:400]}")
-        _GENERIC[coqc] = (folder, time.monotonic() - start, _children_cpu() - cpu0)
-    return _GENERIC[coqc]
+        _GENERIC[key] = (folder, time.monotonic() - start, children_cpu() - cpu0)
+    return _GENERIC[key]
 
 
 class GenericFailure(Exception):
@@ -125,8 +124,9 @@ def _blocks(output: str, names: tuple[str, ...]) -> list[tuple[str, str]]:
     return out
 
 
-def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
-    """Compile ``cert`` (an ``export.Certificate``) as NAME.v and check its theorem."""
+def check(cert, name: str, timeout: float = 900.0, source: Path = HERE) -> CoqCheck:
+    """Compile ``cert`` (an ``export.Certificate``) as NAME.v and check its theorem; ``source``:
+    the folder of the generic files (a scratch copy in the tests' plants)."""
     from .export import coq_text, statements, theorems
 
     coqc = coqc_path()
@@ -141,22 +141,22 @@ def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
             "leaves": cert.leaves, "depth": cert.depth, "trigger_leaves": cert.trigger_leaves,
             "trigger_depth": cert.trigger_depth,
             "exp_facts": sum(len(t) for t in cert.tables.values()) + sum(len(t) for t in cert.trigger_tables.values()),
-            "generic_lines": sum((HERE / f).read_text().count("\n") for f in files)}
-    texts = {f: (HERE / f).read_text() for f in files} | {f"{name}.v": text}
-    found = [line for f, t in texts.items() for line in kernel.scan(t, f)]
+            "generic_lines": sum((Path(source) / f).read_text().count("\n") for f in files)}
+    generic_texts = {f: (Path(source) / f).read_text() for f in files}
+    found = [line for f, t in (generic_texts | {f"{name}.v": text}).items() for line in kernel.scan(t, f)]
     version = coqc_version(coqc)
     if found:
         return CoqCheck(True, False, "; ".join(found), theorem, coqc=version, size=size)
-    start, cpu0 = time.monotonic(), _children_cpu()
+    start, cpu0 = time.monotonic(), children_cpu()
     deadline = start + timeout
 
     def failed(reason: str) -> CoqCheck:
         return CoqCheck(True, False, reason, theorem, coqc=version, size=size,
-                        wall_seconds=time.monotonic() - start, cpu_seconds=_children_cpu() - cpu0)
+                        wall_seconds=time.monotonic() - start, cpu_seconds=children_cpu() - cpu0)
 
     try:
-        generic, size["generic_wall_seconds"], size["generic_cpu_seconds"] = _generic_build(coqc, deadline)
-        start, cpu0 = time.monotonic(), _children_cpu()  # the certificate's own time from here
+        generic, size["generic_wall_seconds"], size["generic_cpu_seconds"] = _generic_build(coqc, deadline, generic_texts)
+        start, cpu0 = time.monotonic(), children_cpu()  # the certificate's own time from here
         with tempfile.TemporaryDirectory(prefix="sinks-coq-cert-") as tmp:
             build = Path(tmp)
             for f in generic.iterdir():
@@ -166,22 +166,25 @@ def check(cert, name: str, timeout: float = 900.0) -> CoqCheck:
             if run.returncode != 0:
                 return failed(f"{name}.v does not compile: {' '.join(run.stdout.split())[:400]}")
             out = run.stdout
+            pinned = statement.verify(coqc, build, cert.d, cert.L, name, deadline)
+            rechecked = recheck(build, LIBRARY, statement.generic_modules() + [name], deadline, bytecode=True)
     except GenericFailure as e:
         return failed(str(e))
     except Timeout:
         return failed(f"coqc ran past {timeout:.0f} s")
-    wall, cpu = time.monotonic() - start, _children_cpu() - cpu0
-    problems, printed, axioms = [], [], []
-    for (statement, block), expected in zip(_blocks(out, names), statements(cert, name)):
-        printed.append(statement)
-        if statement != expected:
-            problems.append(f"the theorem states {statement!r}, not {expected!r}")
-        found_axioms, problem = kernel.parse_assumptions(block)
+    wall, cpu = time.monotonic() - start, children_cpu() - cpu0
+    problems, printed, axioms = [f"not the pinned statement: {pinned}"] if pinned else [], [], []
+    problems += [] if rechecked.ok else [rechecked.summary()]
+    for (said, block), expected in zip(_blocks(out, names), statements(cert, name)):
+        printed.append(said)
+        if said != expected:
+            problems.append(f"the theorem states {said!r}, not {expected!r}")
+        found_axioms, problem = parse_assumptions(block)
         axioms += [a for a in found_axioms if a not in axioms]
         problems += [problem] if problem else []
     extra = [a for a in axioms if a not in ALLOWED and not PRIMITIVE.match(a)]
     problems += [f"assumes {', '.join(extra)}"] if extra else []
-    reason, statement, axioms = "; ".join(problems), " / ".join(printed), tuple(axioms)
-    return CoqCheck(True, not reason, reason or "checked by the Coq kernel", theorem, statement, axioms,
-                    wall, cpu, version, size)
+    reason, said, axioms = "; ".join(problems), " / ".join(printed), tuple(axioms)
+    return CoqCheck(True, not reason, reason or "checked by the Coq kernel", theorem, said, axioms,
+                    wall, cpu, version, size, rechecked.to_dict())
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from constructions import reference
 from constructions.errors import BadInput
+from constructions.numbers import fraction_down, fraction_up
 
 # exp_up's tables (Checker.v): exp(u) = exp(a) exp(b/32) exp(c/1024) exp(x), 0 <= x < 1/1024.
 SCALES = {"units": 1, "thirty_seconds": 32, "kilo": 1024}
@@ -58,11 +59,13 @@ class Certificate:
 
     @property
     def figure(self) -> float:
-        return float(self.q)
+        """q as a float, rounded down (a lower bound stays one; ``float()`` rounds to nearest)."""
+        return fraction_down(self.q)
 
     @property
     def trigger_figure(self) -> float:
-        return float(self.p)
+        """p as a float, rounded up (an upper bound stays one)."""
+        return fraction_up(self.p)
 
 
 class ExpTables:
