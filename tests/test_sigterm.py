@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,6 +159,9 @@ def _terminate_and_check(proc: subprocess.Popen, tmp: Path, err: Path, out: Path
     return text
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("coqc") is None or os.environ.get("SINKS_COQ", "auto").lower() in ("off", "0", "no"),
+                    reason="needs coqc, and the Coq check on (SINKS_COQ)")
 def test_sigterm_stops_coqc_and_removes_its_build_folder(tmp_path):
     """The proofs part compiles the Coq development in the parent process (coqc in its own
     session, under a ``sinks-coq-*`` folder); SIGTERM while coqc runs."""
@@ -170,6 +174,7 @@ def test_sigterm_stops_coqc_and_removes_its_build_folder(tmp_path):
     _terminate_and_check(proc, tmp, err, out)
 
 
+@pytest.mark.slow
 def test_sigterm_stops_workers_and_a_rerun_resumes(tmp_path):
     """The training part's spawn workers and the resource tracker, beside the smt part's finished
     result: SIGTERM once the workers run and smt.json is written; the rerun reuses smt."""
