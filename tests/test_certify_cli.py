@@ -150,6 +150,22 @@ def test_bad_files_exit_2_with_one_line_and_no_output(tmp_path, capsys):
         assert not out_dir.exists(), name
 
 
+def test_a_wrong_shape_is_blamed_on_its_own_matrix(tmp_path, capsys):
+    """W_Q gives H and d ([H, d, d]) and W_O is checked against it ([d, H*d]): the one line names
+    the matrix whose shape is wrong, not the other."""
+    arrays = {k: v for k, v in network_arrays(softmax_head.build(16, BETA)).items()}  # H = 1, d = 16
+    np.savez(tmp_path / "flat_q.npz", **{**arrays, "L0.W_Q": arrays["L0.W_Q"][0]})  # W_Q [16, 16], W_O fine
+    np.savez(tmp_path / "wide_o.npz", **{**arrays, "L0.W_O": np.zeros((16, 32))})  # W_Q fine, W_O [16, 32]
+    said = {}
+    for name in ("flat_q.npz", "wide_o.npz"):
+        code, out, err = certify(capsys, str(tmp_path / name), "--out", str(tmp_path / f"out-{name}"))
+        assert code == 2 and not out and len(err.strip().splitlines()) == 1, (name, err)
+        said[name] = err
+    assert "layer 0 W_Q has shape [16, 16], expected [H, d, d]" in said["flat_q.npz"]
+    assert "W_O" not in said["flat_q.npz"]
+    assert "layer 0 W_O has shape [16, 32], expected [16, 16]" in said["wide_o.npz"]
+
+
 def test_relu_head_is_certified_sink_free_and_unsupported_kinds_are_bad_input(tmp_path, capsys):
     from constructions import abstaining_heads, relu_head
 

@@ -78,10 +78,15 @@ def certify_networks(nets: list, L: int | list[int], workers: int = 1,
     from concurrent.futures import ProcessPoolExecutor
 
     from empirical.host.device import limit_threads
+    from empirical.host.signals import stop_pool
 
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                              initializer=limit_threads, initargs=(1,)) as pool:
-        return list(pool.map(certify_network, nets, lengths, [True] * len(nets), [target_ratio] * len(nets)))
+        try:
+            return list(pool.map(certify_network, nets, lengths, [True] * len(nets), [target_ratio] * len(nets)))
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the running certificates stop too, not only the queued
+            stop_pool(pool)
+            raise
 
 
 def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int | None = None) -> dict[str, Any]:

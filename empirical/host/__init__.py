@@ -1,5 +1,5 @@
 """The machine a command runs on: its torch device and thread counts (``device``), what a piece of
-work cost in wall and CPU time at what load (``usage``), and the progress of long jobs across
-worker processes (``progress``). Imports no other room."""
+work cost in wall and CPU time at what load (``usage``), the progress of long jobs across
+worker processes (``progress``), and SIGTERM handled as Ctrl-C (``signals``). Imports no other room."""
 
-PUBLIC = ("device", "usage", "progress")
+PUBLIC = ("device", "usage", "progress", "signals")

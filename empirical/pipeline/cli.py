@@ -4,6 +4,10 @@ Each subcommand lives in ``empirical/pipeline/commands/<name>.py`` with ``add_pa
 sets ``run`` as the default handler) and imports heavy packages (torch, z3) inside its handler,
 so ``sinks prove`` never loads torch. Bad input is one line on stderr and exit status 2. The
 dispatch sets every command's threads (``empirical.host.device.use_command_threads``).
+
+SIGTERM (``kill``, ``timeout``, a scheduler) is handled as Ctrl-C is (``empirical.host.signals``):
+it raises a ``KeyboardInterrupt``, so every interrupt path runs (workers stopped, temporary folders
+removed, finished results kept); a stopped command says so in one line and exits with 143.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import importlib
 import sys
 
 from constructions.errors import BadInput
+from empirical.host.signals import Terminated, stop_signals, stopped
 
 COMMANDS = ("reproduce", "prove", "construct", "search", "train", "certify", "beyond", "sweep", "report", "task", "probe")
 
@@ -54,15 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from empirical.host.device import use_command_threads
+    with stop_signals():  # first: a SIGTERM at any later point runs the interrupt paths
+        from empirical.host.device import use_command_threads
 
-    args = build_parser().parse_args(argv)
-    try:
-        use_command_threads()  # every command: one place, before torch or numpy start their pools
-        return int(args.run(args) or 0)
-    except BadInput as e:
-        print(f"sinks: error: {e}", file=sys.stderr)
-        return 2
+        args = build_parser().parse_args(argv)
+        try:
+            use_command_threads()  # every command: one place, before torch or numpy start their pools
+            return int(args.run(args) or 0)
+        except BadInput as e:
+            print(f"sinks: error: {e}", file=sys.stderr)
+            return 2
+        except Terminated as e:  # a command with no resume of its own to tell of
+            return stopped(e)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -264,12 +264,12 @@ class _Alongside:
     """A part run by ``run_part`` in a child process beside the serial parts (``ALONGSIDE``). The
     child is waited for only between parts, so that its CPU time is never counted in another
     part's meter (a reaped child's time joins its parent's RUSAGE_CHILDREN); it shares the
-    process group, so an interrupted run stops it too, and its finished result resumes as any."""
+    process group, so Ctrl-C reaches it too, and an interrupted run (Ctrl-C or SIGTERM) stops it
+    with SIGTERM, which runs its cleanup (``_alongside_main``); its finished result resumes as any."""
 
-    CHILD = ("import json, sys\nfrom pathlib import Path\nimport empirical.pipeline.parts as parts\n"
-             "from empirical.pipeline import reproduce\na = json.loads(sys.argv[1])\nparts.__path__[:] = a['path']\n"
-             "reproduce.PARTS = tuple(a['parts'])\n"
-             "Path(a['status']).write_text(reproduce.run_part(a['name'], a['dir'], a['quick'], a['device'], a['force']))\n")
+    CHILD = ("import sys\nfrom empirical.pipeline.reproduce import _alongside_main\n"
+             "sys.exit(_alongside_main(sys.argv[1]))\n")
+    STOP_GRACE_S = 30.0  # for its cleanup (solver workers closed) before it is killed
 
     def __init__(self, name: str, results_dir: Path, quick: bool, device: str, force: bool, log):
         import subprocess
@@ -298,9 +298,33 @@ class _Alongside:
         return status
 
     def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
+        import subprocess
+
+        self.proc.terminate()
+        try:
+            self.proc.wait(self.STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         Path(self.status_file).unlink(missing_ok=True)
+
+
+def _alongside_main(arg: str) -> int:
+    """The child process of ``_Alongside``: ``run_part`` with the parent's parts; SIGTERM or Ctrl-C
+    raises in it (``empirical.host.signals``), so its solver workers are closed on the way out."""
+    from empirical.host.signals import exit_status, stop_signals
+
+    global PARTS
+    a = json.loads(arg)
+    importlib.import_module("empirical.pipeline.parts").__path__[:] = a["path"]  # the parent's folders
+    PARTS = tuple(a["parts"])
+    with stop_signals(sigint=True):
+        try:
+            status = run_part(a["name"], a["dir"], a["quick"], a["device"], a["force"])
+        except KeyboardInterrupt as e:  # the parent says it was stopped
+            return exit_status(e)
+    Path(a["status"]).write_text(status)
+    return 0
 
 
 def _usage_note(results_dir: Path, name: str, status: str) -> str:

@@ -19,7 +19,9 @@ process that drives the sweep, as soon as the job finishes. Hence:
 - no half-written record is ever read: a crash mid-write leaves at most a hidden ``.*.tmp`` file.
 
 Backends: ``"process"`` (default; ``concurrent.futures.ProcessPoolExecutor`` with the spawn
-context, each worker limited to cores / workers torch threads), ``"ray"`` (optional extra
+context, each worker limited to cores / workers torch threads; Ctrl-C or SIGTERM in the driver
+drops the queued jobs and stops the running ones: their workers turn SIGTERM into ``Terminated``,
+so that a job's ``finally`` blocks and the worker's atexit cleanup run), ``"ray"`` (optional extra
 ``.[ray]``; ``ray.init(address=$RAY_ADDRESS)`` starts a local Ray or joins a cluster with the same
 code) and ``"serial"`` (in this process, for debugging and for callers that are already parallel).
 """
@@ -33,6 +35,7 @@ import inspect
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import types
@@ -46,6 +49,7 @@ from typing import Any, Callable, Iterable, Sequence
 from constructions.errors import BadInput
 from constructions.files import config_from_dict, provenance, to_jsonable, write_json
 from empirical.host.device import limit_threads, owned_cores
+from empirical.host.signals import Terminated, stop_pool
 
 BACKENDS = ("process", "ray", "serial")
 # The job functions a sweep may call. A sweep file is data: it can only name one of these, and a
@@ -241,10 +245,40 @@ def _write_record(out_dir: Path, job: Job, result: Any, wall_s: float, device: s
 # Execution.
 
 
+# A pool worker's state for its SIGTERM / SIGINT handler (``_worker_init``).
+_WORKER = {"stopping": False, "in_job": False}
+
+
+def _worker_init(threads: int) -> None:
+    """A pool worker's start: its torch threads, and SIGTERM / SIGINT handled as a stop (``_worker_stop``)."""
+    limit_threads(threads)
+    signal.signal(signal.SIGTERM, _worker_stop)
+    signal.signal(signal.SIGINT, _worker_stop)
+
+
+def _worker_stop(signum: int, frame) -> None:
+    """The first signal stops the running job (it raises there: ``Terminated`` for SIGTERM, as in the
+    driver), later ones are ignored while its cleanup runs; the worker starts no job after it and
+    exits when the pool sends it the end (never stopped between jobs, where it uses the pool's queues)."""
+    first, _WORKER["stopping"] = not _WORKER["stopping"], True
+    if first and _WORKER["in_job"]:
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
 def _execute(job: Job, device: str, threads: int | None, progress_file: str | None = None) -> tuple[Any, float, dict]:
     """Run one job (in a worker); returns its JSON-able result, wall time and usage (wall, CPU
     and load, ``empirical.host.usage``; a worker runs one job at a time, so its CPU time is the
     job's). While it runs, ``empirical.host.progress.report`` writes to ``progress_file`` (if given)."""
+    if _WORKER["stopping"]:  # a job queued in a worker that was told to stop
+        raise Terminated()
+    _WORKER["in_job"] = True
+    try:
+        return _execute_job(job, device, threads, progress_file)
+    finally:
+        _WORKER["in_job"] = False
+
+
+def _execute_job(job: Job, device: str, threads: int | None, progress_file: str | None) -> tuple[Any, float, dict]:
     from empirical.host import progress
     from empirical.host.usage import Meter
 
@@ -372,7 +406,7 @@ def _run_processes(jobs: Sequence[Job], workers: int | None, device: str, finish
     threads = max(1, owned_cores() // workers)
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=limit_threads, initargs=(threads,),
+        initializer=_worker_init, initargs=(threads,),
     )
     try:
         futures: dict[Future, Job] = {pool.submit(_execute, job, device, threads, progress.file(job)): job
@@ -390,7 +424,10 @@ def _run_processes(jobs: Sequence[Job], workers: int | None, device: str, finish
                     failed(job, e)
                 else:
                     finished(job, payload)
-    finally:  # on Ctrl-C: drop queued jobs instead of waiting for them
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: stop the running jobs too, not only the queued ones
+        stop_pool(pool)
+        raise
+    finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 

@@ -76,12 +76,15 @@ def _network(kind: str, residual: bool, layers: list[dict[str, Any]], path) -> A
     attention.get(kind)
     if not layers:
         raise _bad(path, "no layers found")
-    W_O, W_Q = _array(layers[0]["W_O"], "layer 0 W_O", path), _array(layers[0]["W_Q"], "layer 0 W_Q", path)
-    d = W_O.shape[0] if W_O.ndim == 2 else 0
-    H = W_Q.shape[0] if W_Q.ndim == 3 else 0
-    if d < 4 or H < 1:
-        raise _bad(path, f"W_O must be d x (H*d) with d >= 4 and W_Q [H, d, d]; got W_O {list(W_O.shape)}, "
-                         f"W_Q {list(W_Q.shape)}")
+    # H and d from layer 0's W_Q, then W_O against them: an error names the matrix that is wrong
+    W_Q = _array(layers[0]["W_Q"], "layer 0 W_Q", path)
+    if W_Q.ndim != 3 or W_Q.shape[0] < 1 or W_Q.shape[1] != W_Q.shape[2] or W_Q.shape[1] < 4:
+        raise _bad(path, f"layer 0 W_Q has shape {list(W_Q.shape)}, expected [H, d, d] with H >= 1 and d >= 4")
+    H, d = W_Q.shape[0], W_Q.shape[1]
+    W_O = _array(layers[0]["W_O"], "layer 0 W_O", path)
+    if W_O.shape != (d, H * d):
+        raise _bad(path, f"layer 0 W_O has shape {list(W_O.shape)}, expected [{d}, {H * d}] (d x H*d, "
+                         f"as W_Q is [{H}, {d}, {d}])")
     out = []
     for n, layer in enumerate(layers):
         mats = {}

@@ -44,16 +44,28 @@ class Timeout(Exception):
 
 
 def run_session(argv: list[str], cwd: Path, deadline: float) -> subprocess.CompletedProcess:
-    """Run ``argv`` in its own session; kill the whole session at ``deadline``."""
+    """Run ``argv`` in its own session; kill the whole session at ``deadline``, or when the wait
+    for it is cut short (Ctrl-C, or SIGTERM raising in this process: no signal sent to the caller's
+    session reaches this one, so it is killed here before its build folder is removed)."""
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=max(deadline - time.monotonic(), 0.01))
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        _kill_session(proc)
         raise Timeout from None
+    except BaseException:
+        _kill_session(proc)
+        raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, "")
+
+
+def _kill_session(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the session has ended already
+        pass
+    proc.communicate()
 
 
 _VO_CACHE: dict[str, Path] = {}  # hash of (the files up to and including one) -> its compiled .vo

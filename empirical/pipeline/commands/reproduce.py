@@ -33,9 +33,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         statuses = reproduce(args.out, args.quick, device, args.only, args.force,
                              log=lambda line: print(line, file=sys.stderr, flush=True))
-    except KeyboardInterrupt:
-        print(f"sinks: interrupted; finished parts are kept in {args.out}, rerun to resume", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (empirical.host.signals)
+        from empirical.host.signals import stopped
+
+        return stopped(e, f"finished parts are kept in {args.out}, rerun to resume")
     from empirical.pipeline import published
 
     published.write_digest(args.out, log=lambda line: print(line, file=sys.stderr))

@@ -51,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         outcome = run_sweep(jobs, args.out, args.backend, args.workers, device, on_event=show)
-    except KeyboardInterrupt:
-        print(f"sinks: interrupted; finished jobs are kept in {args.out}, rerun to resume", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (empirical.host.signals)
+        from empirical.host.signals import stopped
+
+        return stopped(e, f"finished jobs are kept in {args.out}, rerun to resume")
     print(f"{len(outcome.ran)} ran, {len(outcome.skipped)} already done, {len(outcome.failed)} failed; "
           f"results in {args.out}")
     return 1 if outcome.failed else 0
