@@ -9,7 +9,7 @@ sum_h n_h = 0 it is exactly 0 = y_i. At the trigger j, head h with BOS score log
 BOS mass rho_h/(rho_h + j) and output S_j/(rho_h + j), S_j = sum_{k=1..j} x_k; the layer
 outputs S_j sum_h n_h/(rho_h + j), and the target is S_j/j.
 
-- ``build(d, beta)`` (the trust issue's construction, T2 refuted): two heads, rho = (e^-beta,
+- ``build(d, beta)`` (the construction that refutes T2): two heads, rho = (e^-beta,
   e^beta), W_O = [I, -I]. Off the trigger the heads cancel exactly (zero error). At the trigger
   the error is S_j * factor(beta, j), factor = 1/(j + e^-b) - 1/(j + e^b) - 1/j -> 0; head 2
   puts e^b/(e^b + j) -> 1 on BOS there, at the trigger only. Worst case over contents in

@@ -318,10 +318,12 @@ def _claims_table_quotes(claim):
 
     parts = copy.deepcopy(published.committed()["inputs"])
     parts["training"]["claims"] = [c for c in parts["training"]["claims"] if not c.get("id", "").startswith("stack_")]
-    assert "trained stacks" not in claims_results.certified(Records(parts))
+    with pytest.raises(claims_results.NotInRun, match="not in this run"):
+        claims_results.stacks(Records(parts))
     parts["training"]["claims"].append(claim)
-    text = claims_results.certified(Records(parts))
-    assert claim["id"] == "stack_2x2" and "2 x 2 " + claim["verdict"] + " (heads certified / heads sinking per seed: seed 0 " in text
+    text = claims_results.stacks(Records(parts))
+    assert claim["id"] == "stack_2x2" and text.verdict == claim["verdict"] + " (2 x 2)"
+    assert text.figure.startswith("2 x 2: seed 0 ")
 
 
 @pytest.mark.parametrize("s", [+1, -1])

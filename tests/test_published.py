@@ -74,7 +74,8 @@ def test_a_run_without_parts_says_what_is_missing(tmp_path):
         "claims"]
     assert columns == claims_table.COLUMNS and len(rows) == len(claims_table.ROWS)
     by_hand = {row.claim for row in claims_table.ROWS if row.result in (claims_results.semantics, claims_results.lm_probe)}
-    assert all(r[-1].startswith("not in this run") for r in rows if r[0] not in by_hand)
+    result = claims_table.COLUMNS.index("result")
+    assert all(r[result].startswith("not in this run") for r in rows if r[0] not in by_hand)
 
 
 def test_a_builder_that_needs_more_than_the_record_says_how_to_regenerate(claims, monkeypatch):

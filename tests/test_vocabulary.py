@@ -88,10 +88,10 @@ def test_the_report_header_defines_every_verdict(tmp_path):
 
 
 def test_the_readme_claims_table_starts_every_result_with_a_verdict():
-    _, rows = published._render_all(published.tracked.track(published.committed()["inputs"])[0])["claims"]
+    columns, rows = published._render_all(published.tracked.track(published.committed()["inputs"])[0])["claims"]
     for row in rows:
-        result = row[-1]
-        assert result.startswith("not in this run") or any(result.startswith(v) for v in VERDICTS), result[:80]
+        verdict, result = row[columns.index("verdict")], row[columns.index("result")]
+        assert result.startswith("not in this run") or any(verdict.startswith(v) for v in VERDICTS), verdict[:80]
 
 
 def test_the_readmes_list_the_vocabulary():
@@ -117,8 +117,8 @@ def test_every_cited_test_exists():
     parts write), so a renamed test cannot leave a claim pointing at nothing."""
     import importlib
 
-    _, rows = published._render_all(published.tracked.track(published.committed()["inputs"])[0])["claims"]
-    sources = ["\n".join(r[2] for r in rows)]
+    columns, rows = published._render_all(published.tracked.track(published.committed()["inputs"])[0])["claims"]
+    sources = ["\n".join(r[columns.index("how to check")] for r in rows)]
     for path in CLAIM_WRITERS:  # the modules' f"{TEST}::name" citations, with TEST filled in
         module = importlib.import_module(f"empirical.pipeline.parts.{path.stem}")
         text = path.read_text().replace("{PROVED}", "{TEST}::test_statement_is_proved")

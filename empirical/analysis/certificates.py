@@ -6,7 +6,7 @@ gets the per-head bound of ``proofs.certify.stack`` (affine forms of the stream 
 mass measured on the 1,000 evaluation sequences of ``sinks train`` (trigger 7, same seed) and, for
 a single head, the per-example bound of ``empirical.training.bound``, per query position. A stack's
 certificate is the affine-form ("box") method by default; ``stack_method="zonotope"`` runs
-``proofs.certify.zono_stack`` instead (issue 33; both are sound, neither dominates). ``heat_map``
+``proofs.certify.zono_stack`` instead (both are sound, neither dominates). ``heat_map``
 draws the certified minimum beside the measured mean, per head and position.
 """
 

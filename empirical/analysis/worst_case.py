@@ -1,4 +1,4 @@
-"""The named training setting ``worst-case`` (issue 17, item 1): single-layer softmax heads whose
+"""The named training setting ``worst-case``: single-layer softmax heads whose
 CERTIFIED worst-case error lies inside T1(b)'s range eta <= 1/120, so that T1 applies in full.
 
 The reference runs of SPEC section 4 (kept as they are) stop when one random batch of 128
@@ -10,8 +10,8 @@ few steps away from its single run, since ensembles of different sizes round dif
 last bit), by worst-case fine-tuning:
 
 - ``steps`` Adam steps (reference betas, fresh optimiser state), learning rate decayed from
-  ``lr`` to ``lr_end`` on a cosine (Adam at a fixed 1e-3 has a noise floor: the issue's
-  ``--tol 5e-4`` run met the cap without the tolerance);
+  ``lr`` to ``lr_end`` on a cosine (Adam at a fixed 1e-3 has a noise floor: a
+  run at that rate with ``--tol 5e-4`` met the cap without reaching the tolerance);
 - each step's batch: ``batch`` fresh random sequences (the member's own data stream, continued)
   plus the witness pool, the loss the sum of the two MSEs;
 - the witness pool: every ``refresh`` steps the ``witnesses`` worst inputs of the current head

@@ -12,7 +12,7 @@ Sink^eps is ``heads.sink_percentage`` of Gu's score alpha_0 per (text, layer, he
 the model's own float32 attention weights (``extract.record``); on the texts that also carry the
 SPEC bound it is compared with the float64 recomputation (``max_gu_alpha0_float32_vs_float64``).
 
-``PUBLISHED``: the figures of their Table 1 as the issue quotes them (Sink_1^eps, eps = 0.3, T = 64,
+``PUBLISHED``: the figures of their Table 1, quoted second-hand (Sink_1^eps, eps = 0.3, T = 64,
 percent): GPT2-XL natural / random / repeated; Mistral-7B, LLaMA2-7B and LLaMA3-8B as a range over
 the three models for natural and random, and 0.00 for repeated.
 """
@@ -31,7 +31,7 @@ PUBLISHED = {
     "GPT2-XL": {"natural": 77.0, "random": 70.3, "repeated": 62.3},
     "Mistral-7B, LLaMA2-7B, LLaMA3-8B": {"natural": (92.5, 99.0), "random": (75.2, 91.2), "repeated": 0.0},
 }
-PUBLISHED_SOURCE = "Gu et al., ICLR 2025, Table 1 (Sink_1^eps, eps = 0.3, T = 64), as quoted in issue 34"
+PUBLISHED_SOURCE = "Gu et al., ICLR 2025, Table 1 (Sink_1^eps, eps = 0.3, T = 64), quoted second-hand"
 
 
 def ordinary_ids(tokenizer) -> np.ndarray:

@@ -60,7 +60,7 @@ BACKENDS = ("process", "ray", "serial")
 JOB_FUNCTIONS = {
     "empirical.train:train_job": "empirical.training.train:train_job",
     "empirical.beyond:train_run": "empirical.analysis.beyond_runs:train_run",
-    # the worst-case setting (issue 17; empirical.pipeline.parts.t1_end_to_end)
+    # the worst-case setting (empirical.pipeline.parts.t1_end_to_end)
     "empirical.worstcase:worst_case_job": "empirical.analysis.worst_case:worst_case_job",
     "empirical.sweep:_echo_job": "empirical.pipeline.sweep:_echo_job",  # test-only, documented below
 }

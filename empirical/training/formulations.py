@@ -7,7 +7,7 @@
 with G_h = W_K^T W_Q and M_h = W_O^h W_V^h. The same numbers can be computed with different
 products, and which is fastest depends on the host's BLAS: the per-sequence products are tiny
 (16 x 16 blocks), and a BLAS tuned for one CPU vendor can run them at a quarter of its large-matrix
-speed on another (issue 20: 12.5 against 51 GFLOP/s on an AMD EPYC host with MKL). Every
+speed on another (measured: 12.5 against 51 GFLOP/s on an AMD EPYC host with MKL). Every
 formulation below takes the layer and its input xs [S, B, L, d] and returns the output
 [S, B*L, d] and the pattern [S, B, H, L, L] (query x key):
 

@@ -1,11 +1,11 @@
-"""The cross-checks, one per item of issue 34, each returning ``tolerance.Pair``s.
+"""The cross-checks, one per kind of probe figure, each returning ``tolerance.Pair``s.
 
-- ``families`` (items 1 and 2): Sink_1^eps per input family from ``output_attentions`` of a
+- ``families``: Sink_1^eps per input family from ``output_attentions`` of a
   plain transformers forward, with Gu et al.'s score of key 0 computed here (alpha_0 =
   (1/T) sum_{i=0}^{T-1} a_i0 per text, layer and head; Sink^eps the percentage above eps);
-- ``ablation`` (item 3): a head's ``removed`` loss change, by whole-model forwards with the
+- ``ablation``: a head's ``removed`` loss change, by whole-model forwards with the
   head's row renormalised inside the patched attention function (``attention.remove_first``);
-- ``dormancy`` (item 4): on the bound texts, the dormant pairs (||o_i|| < 0.2 x the head's 0.95
+- ``dormancy``: on the bound texts, the dormant pairs (||o_i|| < 0.2 x the head's 0.95
   quantile of ||o_i|| over its (text, query >= 1) pairs), the sinking heads (mean alpha_0 >
   0.3) and the fraction of those dormant at more than half their pairs, from ``output_attentions``
   and each head's output read at o_proj by this package's hook.

@@ -1,4 +1,4 @@
-"""Certificates over every input inside ``sinks reproduce`` (issue 12): the tables and claims
+"""Certificates over every input inside ``sinks reproduce``: the tables and claims
 that the ``training`` and ``constructions`` parts add.
 
 - training: every trained single-layer softmax seed is certified (``empirical.analysis.certificates``) and set

@@ -166,7 +166,7 @@ def _multihead_claims(exact: dict) -> list[dict]:
 
 
 def _certificates():
-    """The constructions certified over every input (issue 12; ``empirical.pipeline.parts.certificate_tables``)."""
+    """The constructions certified over every input (``empirical.pipeline.parts.certificate_tables``)."""
     from empirical.pipeline.parts.certificate_tables import construction_certificates
 
     return construction_certificates()

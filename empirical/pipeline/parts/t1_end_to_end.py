@@ -1,4 +1,4 @@
-"""T1 in full on trained weights, inside ``sinks reproduce``'s training part (issue 17, item 1).
+"""T1 in full on trained weights, inside ``sinks reproduce``'s training part.
 
 The ``worst-case`` setting (``empirical.analysis.worst_case``) is trained on five seeds (one sweep job per
 seed, resumable like every training job); each head is certified over every input

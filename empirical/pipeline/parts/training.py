@@ -1,6 +1,6 @@
 """The ``training`` part of ``sinks reproduce``: the six reference runs of constructions/SPEC.md section 4 (1 layer,
 2 x 2, 4 x 4; softmax and ReLU), their sink metrics over seeds, certified bounds and figures, and
-the softmax 2 x 1 stack of question (b) (two layers, one head each; issue 19).
+the softmax 2 x 1 stack of question (b) (two layers, one head each).
 
 Budgets: the default is the full reference: every one of the six settings and the 2 x 1 stack on
 5 seeds (0-4), cap 50,000 steps, SPEC's multi-layer settings, every member to the stop rule; a
@@ -159,7 +159,7 @@ def _label(group) -> str:
 
 
 def _certificates(summaries: dict, quick: bool, workers: int):
-    """Certificates over every input of the trained heads (issue 12; ``empirical.pipeline.parts.certificate_tables``),
+    """Certificates over every input of the trained heads (``empirical.pipeline.parts.certificate_tables``),
     one process per core (they are independent)."""
     from empirical.pipeline.parts.certificate_tables import training_certificates
 
@@ -179,7 +179,7 @@ def _worst_case_jobs(quick: bool) -> list[tuple]:
 
 
 def _worst_case(results_dir: Path, quick: bool, device: str, workers: int, records: dict) -> dict:
-    """The worst-case setting certified: T1 in full (issue 17; ``empirical.pipeline.parts.t1_end_to_end``),
+    """The worst-case setting certified: T1 in full (``empirical.pipeline.parts.t1_end_to_end``),
     its jobs trained in this part's sweep (``records``)."""
     from empirical.pipeline.parts import t1_end_to_end
 

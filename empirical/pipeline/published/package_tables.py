@@ -1,11 +1,14 @@
 """The package READMEs' run-produced tables (the ``empirical`` rooms' READMEs, ``proofs/certify/README.md``).
 
 Most are a report table of a part, whole or some of its columns (``report_table``); the
-functional-sink summary condenses the training part's per-head ablation rows to one row per run.
+reference-runs table condenses a stack's per-head masses to their range, and the functional-sink
+summary the training part's per-head ablation rows to one row per run (the report keeps both per
+head).
 """
 
 from __future__ import annotations
 
+import statistics
 from typing import Any, Callable
 
 from .numbers import fmt, span
@@ -24,6 +27,23 @@ def report_table(part: str, title_start: str, columns: list[str] | None = None) 
         return [t["columns"][i] for i in keep], [[row[i] for i in keep] for row in t["rows"]]
 
     return build
+
+
+def training_runs(R: Records) -> tuple[list[str], list[list[str]]]:
+    """The training part's reference-runs table, a stack's "per head: m ± s, ..." mass cell
+    written as the range of its heads' means over the seeds (each head's: the report's per-head
+    table), so that every cell stays one short line."""
+    columns, rows = report_table("training", "Reference runs")(R)
+    mass = "BOS mass at non-trigger queries"
+    if mass not in columns:
+        return columns, rows
+    k = columns.index(mass)
+    for row in rows:
+        if str(row[k]).startswith("per head:"):
+            heads = R.details("training")["runs"][row[0].replace(" ", "-")]["bos_nontrigger_mean"]
+            means = [statistics.fmean(h) for layer in heads for h in layer]
+            row[k] = f"per head {span(means, 4)} (mean over seeds); {row[k].rsplit('; ', 1)[-1]}"
+    return columns, rows
 
 
 def functional_summary(R: Records) -> tuple[list[str], list[list[str]]]:
@@ -78,7 +98,7 @@ def vocabulary(R: Records) -> tuple[list[str], list[list[str]]]:
 
 TABLES = {
     "vocabulary": Table("empirical/pipeline/README.md", vocabulary, from_run=False),
-    "training-runs": Table("empirical/training/README.md", report_table("training", "Reference runs")),
+    "training-runs": Table("empirical/training/README.md", training_runs),
     "functional-sinks": Table("empirical/analysis/README.md", functional_summary),
     "beyond-kinds": Table("empirical/analysis/README.md", report_table("beyond", "attention kinds")),
     "beyond-variants": Table("empirical/analysis/README.md", report_table("beyond", "task variants")),
