@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from constructions import reference, softmax_head, task
-from proofs.certify import branch, exact, heads, sink, witness
+from proofs.certify.arithmetic import branch, exact, heads
+from proofs.certify.head import sink, witness
 from tests.test_certify import random_net
 
 
@@ -106,7 +107,7 @@ def test_face_split_finds_the_vertex_maximum():
 def test_replayer_scores_and_errors_equal_the_reference_evaluator():
     from mpmath import iv
 
-    from proofs.certify import replay
+    from proofs.certify.arithmetic import replay
 
     net = random_net(5, 6)
     h = heads.head_maps(net)
@@ -127,7 +128,7 @@ def test_replayer_scores_and_errors_equal_the_reference_evaluator():
 
 
 def test_typed_witness_replays_through_the_reference_evaluator():
-    from proofs.certify import replay
+    from proofs.certify.arithmetic import replay
 
     net = random_net(5, 7, scale=0.8)
     h = heads.head_maps(net)

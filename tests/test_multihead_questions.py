@@ -6,9 +6,9 @@ pieces that other code relies on are checked directly."""
 
 import sympy
 
-from proofs import algebra
-from proofs import t2_one_head_per_layer_family as family
-from proofs import t2_two_heads_flag_scores as flag
+from proofs.statements import algebra
+from proofs.statements import t2_one_head_per_layer_family as family
+from proofs.statements import t2_two_heads_flag_scores as flag
 
 
 def _spread_ok(case: str) -> bool:

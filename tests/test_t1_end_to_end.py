@@ -10,7 +10,7 @@ from empirical.pipeline.parts import t1_end_to_end as E
 from empirical.analysis import worst_case
 from empirical.analysis.certificates import certify_network
 from empirical.weights.formats import networks_from_summary
-from proofs.certify import t1
+from proofs.certify.head import t1
 
 TINY = worst_case.WorstCaseConfig(d=6, L=6, steps=150, refresh=30, eval_sequences=200, eval_trigger=3,
                                  reference_lr=3e-3, lr=3e-3)

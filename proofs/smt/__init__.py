@@ -4,3 +4,5 @@ Entry points: ``instance.reference_instance`` (a finite instance), ``search.sear
 (proof / counterexample / candidate / unknown, with a per-step certificate and a replay on every
 sequence), ``theta_star.theta_star``, ``multihead.cancelling_heads``. See README "SMT search".
 """
+
+PUBLIC = ("hardkill", "instance", "multihead", "recheck", "search", "theta_star", "verdict")

@@ -34,7 +34,7 @@ import numpy as np
 from constructions import reference, task
 from constructions.numbers import fraction_up
 
-from . import branch, heads, replay
+from ..arithmetic import branch, heads, replay
 
 TRIGGER_SPLITS = 64  # bisections of the worst (trigger position, query sub-box) in all
 

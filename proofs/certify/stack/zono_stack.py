@@ -34,10 +34,10 @@ import numpy as np
 
 from constructions import reference
 
-from . import affine, heads
-from .stack import SINK_LEVEL
-from . import zonotope as zt
-from .affine import RELATIVE_SLACK, TINY
+from ..arithmetic import affine, heads
+from .affine_stack import SINK_LEVEL
+from ..arithmetic import zonotope as zt
+from ..arithmetic.affine import RELATIVE_SLACK, TINY
 
 
 def inputs(d: int, L: int, j: int) -> zt.Zono:

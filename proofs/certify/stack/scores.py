@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .affine import RELATIVE_SLACK, TINY, Forms, columns
-from .heads import Exponent
+from ..arithmetic.affine import RELATIVE_SLACK, TINY, Forms, columns
+from ..arithmetic.heads import Exponent
 
 
 @dataclass

@@ -27,7 +27,7 @@ import numpy as np
 
 from constructions import attention, reference, task
 
-from . import heads, replay
+from ..arithmetic import heads, replay
 
 ROUNDS = 12  # greedy flip rounds per start
 RANDOM_STARTS = 4  # random vertex starts per configuration

@@ -33,7 +33,9 @@ import numpy as np
 
 from constructions import reference
 
-from . import affine, branch, heads, replay, scores, sink
+from ..arithmetic import affine, branch, heads, replay
+from . import scores
+from ..head import sink
 
 SINK_LEVEL = 0.5
 QUERY_NODES = 300  # boxes per query of the BOS-mass search (its bound is certified anyway)
