@@ -67,7 +67,7 @@ def t1_proved(R: Records) -> str:
     return (f"{_verdict(a, b, c)}{kernel}: (a) {a['verdict']}, (b) {b['verdict']}, (c) {c['verdict']} ({proved}/{len(cites)} "
             f"cited lemmas proved in the same run); after the trigger at L = 4: {words['t1_after_trigger_L4']}; "
             f"T1(a) with 99/100 f_pre on its proof's hypotheses: {words['t1a_tightened_per_content']} by an exact "
-            f"tight head at L = 4 only ([`t1_tightness`](proofs/t1_tightness.py); over every input that head errs by "
+            f"tight head at L = 4 only ([`t1_tightness`](proofs/statements/t1_tightness.py); over every input that head errs by "
             f"0.9985); T1(b) with 99/100 f_all likewise: {words['t1b_tightened_per_content']} (a head at 0.9988 "
             f"f_all, L = 5; 8.0e-4 over every input); for L >= 5, 1 - a_i0 <= "
             f"2 eta + O(eta^2) before the trigger: {words['t1_pre_trigger_sharp']}"

@@ -50,10 +50,10 @@ ROWS = (
         "`test_torch_model_equals_exact_reference`", "—", semantics),
     Row("T1 (single layer, softmax): error eta forces a_i0 >= 1 - 12 eta/(5 - 12 eta) before the trigger (L >= 4) and "
         ">= 1 - 4 eta/(m_r + 2 eta) at every non-trigger query (L >= 5); eta = 0 impossible. Lemmas: "
-        "[`bos_query_sees_only_bos`](proofs/bos_query_sees_only_bos.py), [`token_consistency`](proofs/token_consistency.py), "
-        "[`content_flag_lower_bound`](proofs/content_flag_lower_bound.py), [`trigger_row_ratio_bound`](proofs/trigger_row_ratio_bound.py), "
-        "[`flag_sum_lower_bound`](proofs/flag_sum_lower_bound.py), [`sink_bound_direction`](proofs/sink_bound_direction.py), "
-        "[`t1_single_layer_sink`](proofs/t1_single_layer_sink.py)",
+        "[`bos_query_sees_only_bos`](proofs/statements/bos_query_sees_only_bos.py), [`token_consistency`](proofs/statements/token_consistency.py), "
+        "[`content_flag_lower_bound`](proofs/statements/content_flag_lower_bound.py), [`trigger_row_ratio_bound`](proofs/statements/trigger_row_ratio_bound.py), "
+        "[`flag_sum_lower_bound`](proofs/statements/flag_sum_lower_bound.py), [`sink_bound_direction`](proofs/statements/sink_bound_direction.py), "
+        "[`t1_single_layer_sink`](proofs/statements/t1_single_layer_sink.py)",
         "`sinks prove`", f"`{P}[t1_single_layer_sink]`, `tests/test_verdict_propagation.py`, "
         "`tests/test_proof_properties.py::test_t1_holds_on_perturbed_heads`, `tests/test_coq.py`, "
         "`tests/test_coq_fidelity.py`", "`results/proofs.json`", t1_proved),
@@ -67,11 +67,11 @@ ROWS = (
         "two-head cancelling pair ([`constructions/cancelling_heads.py`](constructions/cancelling_heads.py)) has error "
         "-> 0 with every head <= 1/2 on BOS off the trigger, in one layer and in a residual stack. Open questions: (a) "
         "some head sinks at some query, trigger included; (a') two heads, L >= 5, and its case of scores that read only "
-        "the flags ([`t2_two_heads_flag_scores`](proofs/t2_two_heads_flag_scores.py): some head puts >= 1 - 125 delta "
+        "the flags ([`t2_two_heads_flag_scores`](proofs/statements/t2_two_heads_flag_scores.py): some head puts >= 1 - 125 delta "
         "on BOS at the trigger); (b) one head per layer, N >= 2, and the family of its candidate sink-free construction "
-        "([`t2_one_head_per_layer_family`](proofs/t2_one_head_per_layer_family.py): no exact member at L >= 6); (c) "
-        "one residual layer, one head. Statements: [`t2_multi_layer_existential`](proofs/t2_multi_layer_existential.py), "
-        "[`t2_open_questions`](proofs/t2_open_questions.py)",
+        "([`t2_one_head_per_layer_family`](proofs/statements/t2_one_head_per_layer_family.py): no exact member at L >= 6); (c) "
+        "one residual layer, one head. Statements: [`t2_multi_layer_existential`](proofs/statements/t2_multi_layer_existential.py), "
+        "[`t2_open_questions`](proofs/statements/t2_open_questions.py)",
         "`sinks prove t2_multi_layer_existential t2_sink_at_some_query t2_two_heads_sink_at_some_query "
         "t2_two_heads_flag_scores_sink t2_one_head_per_layer t2_one_head_per_layer_flag_family t1_one_residual_layer`, "
         "`sinks construct cancelling`, `sinks construct interpolating --L 4`",
