@@ -1,4 +1,4 @@
-"""Soundness tests that can fail (issue 35): four places where a wrong certificate would have
+"""Soundness tests that can fail: four places where a wrong certificate would have
 passed the suite. Each test names the mistake it catches; each was checked by making that mistake
 by hand in the source and watching the test fail.
 

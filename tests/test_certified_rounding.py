@@ -1,5 +1,5 @@
 """Every figure the report calls certified is rounded outward, whatever the interval context's
-precision, and no verifier changes that precision globally (issue 17, item 5 (i) and item 6).
+precision, and no verifier changes that precision globally.
 Each test here fails when the rounding direction it names is flipped."""
 
 from fractions import Fraction

@@ -1,4 +1,4 @@
-"""The structure proofs.certify uses to scale (issue 17, item 4), each held to its exact
+"""The structure proofs.certify uses to scale, each held to its exact
 reference: integer products against Fractions, exact exponent coefficients, the rounding
 allowance against exact evaluation, the face split against vertex enumeration, the per-token
 replay against constructions.reference, and the BOS-gap head closing at d = 64."""

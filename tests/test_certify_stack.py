@@ -1,4 +1,4 @@
-"""Stacks past the trigger (issue 17, item 3): the affine-form certificates of ``proofs.certify``
+"""Stacks past the trigger: the affine-form certificates of ``proofs.certify``
 against every input of tiny stacks, their pieces against exact arithmetic, and checks that fail
 when a relaxation is made unsound."""
 

@@ -1,4 +1,4 @@
-"""Issue 19: question (a') for flag-reading scores and the candidate family of question (b).
+"""Question (a') for flag-reading scores and the candidate family of question (b).
 
 The statements themselves run in tests/test_proofs.py (every registered statement); here the
 constants that decide them are pinned (each fails when made a factor 2 stronger) and the

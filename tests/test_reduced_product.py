@@ -1,4 +1,4 @@
-"""The reduced-product experiment of tests/benchmarks/bench_reduced_product.py (issue 33): its one
+"""The reduced-product experiment of tests/benchmarks/bench_reduced_product.py: its one
 new step, ``narrow``, against sampled values (and the sampler shown able to catch a wrong
 narrowing); the lockstep run without the reduction equal to the two certificates; with it, no
 bound above any grid input of tiny stacks."""

@@ -1,4 +1,4 @@
-"""The stack claim's evidence in ``sinks reproduce`` (issue 33, item 2): the certified / sinking
+"""The stack claim's evidence in ``sinks reproduce``: the certified / sinking
 heads per seed and per layer, and the CPU seconds per stack, each counted from that seed's own
 certificate and measured masses."""
 

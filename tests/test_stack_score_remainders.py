@@ -1,4 +1,4 @@
-"""Issue 33, item 4: the bilinear score bound of a stack (``scores.bilinear``) against the exact
+"""The bilinear score bound of a stack (``scores.bilinear``) against the exact
 layer-1 scores over every input of a tiny stack, and a planted drop of either side's remainder.
 
 At a deeper layer the query's stream is x(c) + eta and a key's y + zeta; the first-order terms

@@ -1,4 +1,4 @@
-"""T1 in full on trained weights (issue 17, item 1): the worst-case setting gives heads whose
+"""T1 in full on trained weights: the worst-case setting gives heads whose
 certified worst-case error is inside T1 (b)'s range, and T1's bounds are checked against the
 certified minima, a check that can fail. Tiny settings (d = 6, L = 6) keep it to seconds."""
 

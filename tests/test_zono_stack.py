@@ -1,4 +1,4 @@
-"""The zonotope stack certificate (``proofs.certify.stack.zono_stack``, issue 33) against every input of
+"""The zonotope stack certificate (``proofs.certify.stack.zono_stack``) against every input of
 tiny stacks on a content grid: its per-head bounds below every input's BOS mass, its layer-1
 stream containing every input's exact stream at that input's own contents, and plants (a
 transformer's remainder dropped) that the stream check catches."""

@@ -1,4 +1,4 @@
-"""The zonotope domain of ``proofs.certify.arithmetic.zonotope`` (issue 33): every transformer against
+"""The zonotope domain of ``proofs.certify.arithmetic.zonotope``: every transformer against
 high-precision interval arithmetic at the same symbols, and plants that drop a remainder or a
 rounding allowance and must be caught."""
 

@@ -1,4 +1,4 @@
-"""An experiment, not a default (issue 33; brief C, item 3): the reduced product of the stack
+"""An experiment, not a default: the reduced product of the stack
 certificates' two domains, the affine forms of ``proofs.certify.stack.affine_stack`` and the zonotopes of
 ``proofs.certify.stack.zono_stack``, on a trained softmax stack.
 

@@ -1,4 +1,4 @@
-"""The zonotope stack certificate (issue 33) on trained stacks, with SINKS_SLOW=1:
+"""The zonotope stack certificate on trained stacks, with SINKS_SLOW=1:
 
     SINKS_SLOW=1 SINKS_STACK_SUMMARY=results/train/softmax-4x4.json \
         pytest tests/benchmarks/test_bench_zono_stack.py --benchmark-only -s

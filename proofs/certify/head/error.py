@@ -1,4 +1,4 @@
-"""Worst-case max-abs error eta of a single head over EVERY input (issue 12, item 2).
+"""Worst-case max-abs error eta of a single head over EVERY input.
 
 eta_up, a certified upper bound, is the largest of three bounds (each over every input):
 

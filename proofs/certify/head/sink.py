@@ -1,4 +1,4 @@
-"""Certified worst case of a single head's sink over EVERY input of the task (issue 12, item 1).
+"""Certified worst case of a single head's sink over EVERY input of the task.
 
 At a non-trigger query i the keys other than BOS are i - 1 content tokens and the query itself
 when the trigger comes later ("before": i < j, needs i <= L - 2), or i - 2 content tokens, the

@@ -1,4 +1,4 @@
-"""T1 end to end (issue 12, item 3): the project's T1 applied to a head with its certified eta_up.
+"""T1 end to end: the project's T1 applied to a head with its certified eta_up.
 
 T1 (``proofs.statements.t1_single_layer_sink``): a single softmax head with worst-case max-abs error eta has
 (a) a_i0 >= 1 - f_pre(eta) before the trigger (L >= 4, eta <= 1/12) and (b) a_i0 >= 1 - f_all(eta)

@@ -1,5 +1,5 @@
 """eta_lo: an input whose max-abs error is certainly large, found by a float search over typed
-inputs and replayed exactly (issue 17, item 2: a stronger witness search, at any d and L).
+inputs and replayed exactly, at any d and L.
 
 A head has no positional encoding, so at a query only the multiset of tokens it sees matters.
 The search works on *typed* inputs: the query (its own content c), ``m_hi`` keys of one content

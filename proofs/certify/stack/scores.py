@@ -1,4 +1,4 @@
-"""A deeper layer's attention scores as functions of the query's own content (issue 17, item 3).
+"""A deeper layer's attention scores as functions of the query's own content.
 
 At query i the stream is z_i = x(c) + eta with x(c) = x0 + D c affine in the query's own content
 c in [-1, 1]^n (D: the columns of token i in the affine form, ``affine``) and eta = H u + e the rest

@@ -1,4 +1,4 @@
-"""Certified per-head BOS mass of a softmax residual stack over EVERY input, by zonotopes (issue 33).
+"""Certified per-head BOS mass of a softmax residual stack over EVERY input, by zonotopes.
 
 The same input classes as ``stack`` (one per trigger position j; the contents u in [-1, 1]^N are
 the first N symbols, ``affine.inputs``), but the stream is a ``zonotope.Zono``: every remainder

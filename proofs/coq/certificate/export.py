@@ -1,4 +1,4 @@
-"""A single-layer softmax head's minimum BOS mass as a Coq certificate (issue 31, item 4).
+"""A single-layer softmax head's minimum BOS mass as a Coq certificate.
 
 ``build(net, L)`` covers the query's content box [-1, 1]^n by a bisection tree and bounds, on
 each leaf, the exp of the score gap (key score minus BOS score) of the three kinds of key a

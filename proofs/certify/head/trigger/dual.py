@@ -1,5 +1,5 @@
-"""A bound at one trigger query whose content is fixed, each key's weight tied to its own content
-(issue 17, item 2): ``fixed_query_bound`` at one trigger content (the report's witness-slice
+"""A bound at one trigger query whose content is fixed, each key's weight tied to its own content:
+``fixed_query_bound`` at one trigger content (the report's witness-slice
 column), and the pieces ``vertices`` evaluates at every point of its grid of contents.
 
 ``error.trigger_bound_box`` relaxes each content key's weight and its content independently.

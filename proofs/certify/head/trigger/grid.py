@@ -1,5 +1,5 @@
-"""From bounds at grid points to a bound over the whole content box of the trigger (issue 17,
-item 2): the error's curvature in the trigger content q, and the multilinear interpolation bound.
+"""From bounds at grid points to a bound over the whole content box of the trigger: the error's
+curvature in the trigger content q, and the multilinear interpolation bound.
 
 Fix every input but the trigger's content q (the keys' contents, their order, the trigger
 position j) and one output coordinate r with a sign s. The error f(q) = s (o_r - t_r) at the

@@ -1,5 +1,5 @@
 """The grid of trigger contents at one trigger position and a fixed-query bound at each of its
-points (issue 17, item 2; ``vertices`` drives them).
+points (``vertices`` drives them).
 
 ``Position`` holds what one trigger position j shares across rows (the content-content block
 N = M[C, C], the ranges of the score spread U and of the normaliser D over the whole content box,

@@ -1,5 +1,5 @@
 """A bound at one trigger position over EVERY trigger content, each key's weight tied to its own
-content (issue 17, item 2): ``dual``'s fixed-query bound at the points of a grid of
+content: ``dual``'s fixed-query bound at the points of a grid of
 trigger contents (``points``), and ``grid``'s curvature argument between them.
 
 Any lambda and any mu give a valid bound at a trigger content q, so bounds are computed at the
