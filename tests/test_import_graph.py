@@ -183,6 +183,13 @@ def test_rooms_import_only_lower_rooms_and_their_public_modules():
     assert room_depth(package="proofs.certify") == 3  # arithmetic <- head <- stack
 
 
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 def test_an_upward_a_sibling_and_a_private_import_are_found(tmp_path):
     """Planted: a lower room importing a higher one, two siblings, and a module kept private."""
     files = {
@@ -197,10 +204,7 @@ def test_an_upward_a_sibling_and_a_private_import_are_found(tmp_path):
         "empirical/top/__init__.py": "",
         "empirical/top/cli.py": "from empirical.left import a\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    assert room_violations(tmp_path, ("empirical",)) == [
+    assert room_violations(_plant(tmp_path, files), ("empirical",)) == [
         "empirical.left.a -> empirical.right.b: right (rank 1) is not below left (rank 1)",
         "empirical.low.inner -> empirical.top.cli: top (rank 2) is not below low (rank 0)",
         "empirical.right.b -> empirical.low.inner: not in empirical.low.PUBLIC",
@@ -223,10 +227,7 @@ def test_nested_rooms_and_imports_from_outside_a_package_are_checked(tmp_path):
         "empirical/__init__.py": "",
         "empirical/use.py": "from proofs.low.a import inner\nfrom proofs.low.b import user\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    assert room_violations(tmp_path, ("proofs", "empirical")) == [
+    assert room_violations(_plant(tmp_path, files), ("proofs", "empirical")) == [
         "empirical.use -> proofs.low.a.inner: not in proofs.low.a.PUBLIC",
         "proofs.low.a.inner -> proofs.low.b.user: b (rank 1) is not below a (rank 0)",
         "proofs.top.cli -> proofs.low.a.inner: not in proofs.low.a.PUBLIC",
