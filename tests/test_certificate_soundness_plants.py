@@ -1,4 +1,4 @@
-"""Soundness tests that can fail (issue 35): four places where a wrong certificate would have
+"""Soundness tests that can fail: four places where a wrong certificate would have
 passed the suite. Each test names the mistake it catches; each was checked by making that mistake
 by hand in the source and watching the test fail.
 
@@ -7,10 +7,10 @@ by hand in the source and watching the test fail.
 2. ``error.whole_box_ranges`` (eta_up's whole-box exponent ranges) must round the log of the
    weight bound outward, on inputs where the rounding decides; so must the other exp / log steps
    of eta_up and the sink bounds (``error.raw_weights``, ``branch``'s certified figures,
-   ``stack._weight_range``). These tests found that mpmath 1.3's 53-bit interval log and exp are
+   ``affine_stack._weight_range``). These tests found that mpmath 1.3's 53-bit interval log and exp are
    not outward there (``replay.wide_ends`` is the fix).
 3. The T1 end-to-end report must decide "T1 (b) applies" at the certified eta_up, not at eta_lo.
-4. ``stack.certify_stack``'s deeper layers after the trigger must be bounded per trigger position.
+4. ``affine_stack.certify_stack``'s deeper layers after the trigger must be bounded per trigger position.
 """
 
 import dataclasses
@@ -19,7 +19,10 @@ import mpmath
 import numpy as np
 import pytest
 
-from proofs.certify import affine, branch, error, heads, stack, t1, trigger_points as tp, trigger_vertices as tv
+from proofs.certify.arithmetic import affine, branch, heads
+from proofs.certify.head import error, t1
+from proofs.certify.stack import affine_stack
+from proofs.certify.head.trigger import points as tp, vertices as tv
 from tests.test_certify_stack import per_position_minima, sinking_stack
 from tests.test_trigger_dual import _grid, head_net
 from tests.test_trigger_vertices import brute_rows
@@ -146,7 +149,7 @@ def test_branch_certified_figures_round_up_where_exp_rounding_decides():
 
 @pytest.mark.parametrize("kind", ["softmax", "sigmoid_norm"])
 def test_stack_weight_range_encloses_exp_of_its_exponents(kind, monkeypatch):
-    """stack._weight_range's [min, max] of a key's weight encloses the exact weight at the ends of
+    """affine_stack._weight_range's [min, max] of a key's weight encloses the exact weight at the ends of
     its exponent bounds (mpmath, 60 digits), on exponents where the rounding decides."""
     from types import SimpleNamespace
 
@@ -156,7 +159,7 @@ def test_stack_weight_range_encloses_exp_of_its_exponents(kind, monkeypatch):
         a, b = min(a, b), max(a, b)
         monkeypatch.setattr(branch, "exponent_upper", lambda E, lo, hi, b=b: SimpleNamespace(ub=np.array([b])))
         monkeypatch.setattr(branch, "exponent_lower", lambda E, lo, hi, a=a: SimpleNamespace(ub=np.array([a])))
-        lo, hi = stack._weight_range(kind, None, None, 2)
+        lo, hi = affine_stack._weight_range(kind, None, None, 2)
         with mpmath.workdps(60):
             assert 0 <= mpmath.mpf(lo) <= f(mpmath.mpf(a)) and mpmath.mpf(hi) >= f(mpmath.mpf(b)), (a, b)
 
@@ -170,7 +173,7 @@ def _report_inputs(monkeypatch, eta_lo: float, eta_up: float, L: int = 6):
     eta bracket replaced by the given figures (the report's decision is what is under test), and
     the result record the T1 part's tables read."""
     from empirical.analysis import certificates
-    from proofs.certify import eta, sink
+    from proofs.certify.head import eta, sink
 
     queries = [{"position": i, "case": c, "certified": 0.999, "witness_high": 0.9995}
                for i in range(1, L) for c in ("before", "after") if (c == "before" and i <= L - 2) or (c == "after" and i >= 3)]
@@ -223,7 +226,7 @@ def _chain(net, L, order, memo):
     for j in order:
         z = affine.inputs(net.d, L, j)
         for n in range(len(net.layers)):
-            step, lows = stack.layer_step(net.kind, maps[n], z, j, n, memo, need_output=n < len(net.layers) - 1)
+            step, lows = affine_stack.layer_step(net.kind, maps[n], z, j, n, memo, need_output=n < len(net.layers) - 1)
             out[(j, n)] = lows
             if step is not None:
                 z = affine.add(z, step) if net.residual else step
@@ -246,16 +249,16 @@ def test_deeper_layers_after_the_trigger_are_bounded_per_trigger_position(monkey
     over positions."""
     L = 5
     net = sinking_stack(4, 1, "softmax", beta=4.0)
-    recorded, real = {}, stack.layer_step
+    recorded, real = {}, affine_stack.layer_step
 
     def recording(kind, maps, z, j, layer=0, memo=None, **kw):
         out, lows = real(kind, maps, z, j, layer, memo, **kw)
         recorded[(j, layer)] = [low.copy() for low in lows]
         return out, lows
 
-    monkeypatch.setattr(stack, "layer_step", recording)
-    cert = stack.certify_stack(net, L, exact_first=False)
-    monkeypatch.setattr(stack, "layer_step", real)
+    monkeypatch.setattr(affine_stack, "layer_step", recording)
+    cert = affine_stack.certify_stack(net, L, exact_first=False)
+    monkeypatch.setattr(affine_stack, "layer_step", real)
     alone = {k: v for j in range(2, L) for k, v in _chain(net, L, [j], {}).items()}
     reverse = _chain(net, L, range(L - 1, 1, -1), {})
     worst = per_position_minima(net, L, grid=(-1.0, 0.0, 1.0))

@@ -1,5 +1,5 @@
 """Every figure the report calls certified is rounded outward, whatever the interval context's
-precision, and no verifier changes that precision globally (issue 17, item 5 (i) and item 6).
+precision, and no verifier changes that precision globally.
 Each test here fails when the rounding direction it names is flipped."""
 
 from fractions import Fraction
@@ -59,7 +59,7 @@ def test_interval_and_fraction_rounding_helpers_round_outward():
 
 def test_certified_bos_mass_rounds_to_the_safe_side():
     """sink: a non-trigger minimum rounds down, the trigger's maximum up (a = 1/(1+R), R not a float)."""
-    from proofs.certify import sink
+    from proofs.certify.head import sink
 
     with numbers.interval_digits(40):
         for n in range(1, 30):
@@ -74,7 +74,7 @@ def test_search_figure_rounds_up():
     (sigmoid_norm) is the upper end of its interval recomputation, rounded up."""
     import numpy as np
 
-    from proofs.certify import branch, heads
+    from proofs.certify.arithmetic import branch, heads
 
     n = 2
     E = heads.Exponent(0.1, np.zeros(n), np.zeros((n, n)), 0, np.zeros(n), np.zeros((n, n)))
@@ -93,7 +93,8 @@ def test_search_figure_rounds_up():
 
 
 def test_eta_up_rounds_up_and_eta_lo_down():
-    from proofs.certify import error, heads, witness
+    from proofs.certify.head import error, witness
+    from proofs.certify.arithmetic import heads
     from tests.test_certify import random_net
 
     for q in (Fraction(1, 3), Fraction(2, 7), Fraction(10, 9)):
@@ -103,7 +104,7 @@ def test_eta_up_rounds_up_and_eta_lo_down():
     with numbers.interval_digits(40):
         lo = witness.eta_lower(net, h, 5)
         X = task.make_sequence([[Fraction(v) for v in row] for row in lo["contents"]], lo["trigger"])
-        from proofs.certify import sink
+        from proofs.certify.head import sink
 
         err, _ = sink.Replayer(net).error(X, lo["position"], lo["trigger"], h)
         assert iv.mpf(lo["eta_lo"]).b <= err.a  # below the exact error's lower end
@@ -112,7 +113,7 @@ def test_eta_up_rounds_up_and_eta_lo_down():
 def test_t1_bounds_round_down():
     import sympy
 
-    from proofs.certify import t1
+    from proofs.certify.head import t1
 
     for f in (sympy.Rational(1, 3), sympy.Rational(2, 7), sympy.Rational(1, 1000003)):
         low = t1._one_minus(f)
@@ -123,7 +124,7 @@ def test_relu_certified_maxima_round_up():
     """free: the ReLU head's largest BOS weight is an exact rational divided by the query position;
     reported as a float it must not fall below it (float() rounds to nearest)."""
     from constructions import reference
-    from proofs.certify import free
+    from proofs.certify.head import free
 
     d = 4
     z = [[Fraction(0)] * d for _ in range(d)]

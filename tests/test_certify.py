@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from constructions import reference, relu_head, softmax_head, task
-from proofs.certify import branch, error, free, heads, sink, stack, t1
+from proofs.certify.arithmetic import branch, heads
+from proofs.certify.head import error, free, sink, t1
+from proofs.certify.stack import affine_stack
 
 
 def random_net(d, seed, kind="softmax", layers=1, n_heads=1, scale=1.0, residual=False):
@@ -206,7 +208,7 @@ def test_t1_end_to_end_on_the_family_is_consistent():
 def test_stack_bounds_contain_sampled_values(seed, kind):
     d, L = 4, 5
     net = random_net(d, seed, kind=kind, layers=2, n_heads=2, scale=0.3, residual=True)
-    cert = stack.certify_stack(net, L)
+    cert = affine_stack.certify_stack(net, L)
     rng = np.random.default_rng(seed)
     assert any(v > 0.05 for hd in cert["heads"] if hd["layer"] == 1 for v in hd["per_position"][1:])  # not all vacuous
     for _ in range(150):
@@ -223,17 +225,17 @@ def test_stack_single_layer_matches_exact_and_ibp_is_weaker():
     d, L = 4, 5
     net = random_net(d, 5)
     exact = sink.certify_head(net, L)["min_bos_nontrigger"]
-    assert stack.certify_stack(net, L)["heads"][0]["min_bos_certified"] == pytest.approx(exact, abs=1e-15)
-    assert stack.certify_stack(net, L, exact_first=False)["heads"][0]["min_bos_certified"] <= exact + 1e-12
+    assert affine_stack.certify_stack(net, L)["heads"][0]["min_bos_certified"] == pytest.approx(exact, abs=1e-15)
+    assert affine_stack.certify_stack(net, L, exact_first=False)["heads"][0]["min_bos_certified"] <= exact + 1e-12
 
 
 def test_sink_level_of_non_vacuous_heads_is_pinned():
     # Family heads with min BOS mass e^b/(e^b + L - 1): 0.346 at beta = 3/4 and 0.649 at beta = 2 (L = 5).
     # Level 1/2 calls the first vacuous and the second not; level 1/4 or 1 would flip one of them.
-    low = stack.certify_stack(softmax_head.build(4, Fraction(3, 4)), 5)["heads"][0]
-    high = stack.certify_stack(softmax_head.build(4, 2), 5)["heads"][0]
+    low = affine_stack.certify_stack(softmax_head.build(4, Fraction(3, 4)), 5)["heads"][0]
+    high = affine_stack.certify_stack(softmax_head.build(4, 2), 5)["heads"][0]
     assert 0.25 < low["min_bos_certified"] < 0.5 < high["min_bos_certified"] < 1.0
-    assert stack.SINK_LEVEL == 0.5 and not low["non_vacuous"] and high["non_vacuous"]
+    assert affine_stack.SINK_LEVEL == 0.5 and not low["non_vacuous"] and high["non_vacuous"]
 
 
 def test_t1_end_to_end_on_a_trained_head():
@@ -257,7 +259,7 @@ def test_certified_floats_round_outward_at_any_interval_precision():
     bits the interval context carries (float() of an interval end rounds one way only)."""
     from mpmath import iv
 
-    from proofs.certify import replay
+    from proofs.certify.arithmetic import replay
 
     old = iv.prec
     try:

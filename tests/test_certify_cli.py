@@ -179,7 +179,7 @@ def test_relu_head_is_certified_sink_free_and_unsupported_kinds_are_bad_input(tm
 
 
 def test_a_summary_is_certified_at_its_own_length_and_an_other_L_is_a_stated_override(tmp_path, capsys):
-    """Issue 20, item 3: d, L and the kind come from the summary (trained at L = 6 here); --L 7 is
+    """d, L and the kind come from the summary (trained at L = 6 here); --L 7 is
     certified as an override that the output and certify.json state; a --kind that disagrees
     with the file's is bad input."""
     from empirical.training.model import AttentionModel
@@ -216,7 +216,7 @@ def test_a_file_without_a_length_is_certified_at_the_reference_16(tmp_path, caps
 
 
 def test_a_checkpoint_nesting_one_state_dict_is_read_from_its_key_and_says_so(tmp_path, capsys):
-    """Issue 20, item 14: {"model": state_dict} (beside optimizer state and an epoch) is read
+    """A checkpoint {"model": state_dict} (beside optimizer state and an epoch) is read
     from "model" and the output names the key; two nested state dicts, or none, are bad input
     that says what to extract."""
     import torch

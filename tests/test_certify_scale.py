@@ -1,4 +1,4 @@
-"""The structure proofs.certify uses to scale (issue 17, item 4), each held to its exact
+"""The structure proofs.certify uses to scale, each held to its exact
 reference: integer products against Fractions, exact exponent coefficients, the rounding
 allowance against exact evaluation, the face split against vertex enumeration, the per-token
 replay against constructions.reference, and the BOS-gap head closing at d = 64."""
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from constructions import reference, softmax_head, task
-from proofs.certify import branch, exact, heads, sink, witness
+from proofs.certify.arithmetic import branch, exact, heads
+from proofs.certify.head import sink, witness
 from tests.test_certify import random_net
 
 
@@ -106,7 +107,7 @@ def test_face_split_finds_the_vertex_maximum():
 def test_replayer_scores_and_errors_equal_the_reference_evaluator():
     from mpmath import iv
 
-    from proofs.certify import replay
+    from proofs.certify.arithmetic import replay
 
     net = random_net(5, 6)
     h = heads.head_maps(net)
@@ -127,7 +128,7 @@ def test_replayer_scores_and_errors_equal_the_reference_evaluator():
 
 
 def test_typed_witness_replays_through_the_reference_evaluator():
-    from proofs.certify import replay
+    from proofs.certify.arithmetic import replay
 
     net = random_net(5, 7, scale=0.8)
     h = heads.head_maps(net)

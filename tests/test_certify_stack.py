@@ -1,4 +1,4 @@
-"""Stacks past the trigger (issue 17, item 3): the affine-form certificates of ``proofs.certify``
+"""Stacks past the trigger: the affine-form certificates of ``proofs.certify``
 against every input of tiny stacks, their pieces against exact arithmetic, and checks that fail
 when a relaxation is made unsound."""
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from constructions import reference, task
-from proofs.certify import affine, scores, stack
+from proofs.certify.arithmetic import affine
+from proofs.certify.stack import affine_stack, scores
 
 GRID = (-1.0, -0.5, 0.0, 0.5, 1.0)
 
@@ -109,7 +110,7 @@ WEAK = (4, 5, 0, "softmax", 3.0)
 def instance(key, exact_first=False):
     d, L, seed, kind, beta = key
     net = sinking_stack(d, seed, kind, beta=beta)
-    return net, stack.certify_stack(net, L, exact_first=exact_first), enumerated_minima(net, L)
+    return net, affine_stack.certify_stack(net, L, exact_first=exact_first), enumerated_minima(net, L)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +140,7 @@ def test_exact_first_layer_matches_the_search():
     assert violations(a, worst) == []
     for x, y in zip(a["heads"][:2], b["heads"][:2]):  # layer 0: the exact certificate (to 1e-9) against the search
         e, s = x["min_bos_certified"], y["min_bos_certified"]
-        assert s <= e + 1e-9 and e - s <= stack.SEARCH_RTOL * (1 - e)
+        assert s <= e + 1e-9 and e - s <= affine_stack.SEARCH_RTOL * (1 - e)
 
 
 def test_dropped_mixture_remainder_is_caught(weak, monkeypatch):
@@ -147,7 +148,7 @@ def test_dropped_mixture_remainder_is_caught(weak, monkeypatch):
     remainder (the part of the weights above their lower bounds) some bound exceeds an input."""
     net, _, worst = weak
     monkeypatch.setattr(affine, "_knapsack", lambda v, cap, total: np.zeros(v.shape[1]))
-    assert violations(stack.certify_stack(net, WEAK[1], exact_first=False), worst)
+    assert violations(affine_stack.certify_stack(net, WEAK[1], exact_first=False), worst)
 
 
 # ---- the pieces against exact arithmetic -------------------------------------------------
@@ -265,7 +266,7 @@ def test_bilinear_exponents_enclose_every_vertex_and_need_their_remainder(own, m
 
 def test_shares_round_outward():
     """Three equal weights: each share is exactly 1/3, which no float is; the bounds straddle it."""
-    lo, hi = stack._shares(np.ones(3), np.ones(3))
+    lo, hi = affine_stack._shares(np.ones(3), np.ones(3))
     assert all(F(a) < Fraction(1, 3) < F(b) for a, b in zip(lo, hi))
     assert all(b - a < 1e-15 for a, b in zip(lo, hi))
 
@@ -330,7 +331,7 @@ def _claims_table_quotes(claim):
 def test_compacted_exponent_bounds_the_original_and_needs_its_shift(s):
     """``scores.compact`` merges near-parallel rows; its upper (lower) exponent must stay above
     (below) the original at every c, and only because of the deviation it adds."""
-    from proofs.certify.heads import Exponent
+    from proofs.certify.arithmetic.heads import Exponent
 
     rng = np.random.default_rng(7)
     n = 2

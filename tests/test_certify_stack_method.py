@@ -1,4 +1,4 @@
-"""``sinks certify SUMMARY --stack-method box|zonotope|both`` (issue 33): a stack's certificate by
+"""``sinks certify SUMMARY --stack-method box|zonotope|both``: a stack's certificate by
 either method or both side by side, on a tiny 3-layer stack; the record says config, seed, versions."""
 
 import json

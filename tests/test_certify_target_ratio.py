@@ -1,4 +1,4 @@
-"""``--target-ratio`` (proofs.certify.eta.bracket's ``target_ratio``): the vertex bound refines eta_up
+"""``--target-ratio`` (proofs.certify.head.eta.bracket's ``target_ratio``): the vertex bound refines eta_up
 only until eta_up / eta_lo is at most the target. Every target's eta_up stays at or above every
 enumerated input; the record says whether the ratio met the target (and a strict target that
 cannot be met says so); a loose target stops at the box relaxation; on this head a stricter target
@@ -10,7 +10,8 @@ import pytest
 
 from empirical.pipeline import cli
 from empirical.weights.network_files import write_network_json
-from proofs.certify import eta, heads, sink
+from proofs.certify.head import eta, sink
+from proofs.certify.arithmetic import heads
 from tests.test_trigger_dual import _grid
 from tests.test_trigger_vertices import brute_rows, sink_head
 

@@ -1,4 +1,4 @@
-"""The README's test command is the one CI runs (issue 20, item 1): ``.ci/run`` runs exactly the
+"""The README's test command is the one CI runs: ``.ci/run`` runs exactly the
 pytest invocation of the README's set-up command 2, and benchmarks are untimed in it because
 pyproject's addopts disables their timings (a timed run took 1279 s on a loaded machine)."""
 
@@ -24,7 +24,7 @@ def test_ci_runs_exactly_the_readme_test_command():
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
           if "-m pytest" in line and not line.lstrip().startswith("#")]
     assert ci[0] == command
-    # then CI's AVX2 step (issue 36): the same command on the tests that compare formulations' floats
+    # then CI's AVX2 step: the same command on the tests that compare formulations' floats
     assert ci[1:] == [f"{command} tests/test_formulations.py tests/test_compiled.py"]
     assert "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 SINKS_KERNEL_FLAGS=-mno-avx512f" in (ROOT / ".ci" / "run").read_text()
 

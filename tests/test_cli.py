@@ -45,7 +45,7 @@ POSITIONAL = {"certify": ["w.json"], "sweep": ["jobs.json"], "construct": ["relu
 
 @pytest.mark.parametrize("name", cli.COMMANDS)
 def test_every_command_runs_on_one_thread_set_at_dispatch(name, monkeypatch):
-    """Issue 20, item 4: whatever torch's pool held before (2 here), each command runs with one
+    """Whatever torch's pool held before (2 here), each command runs with one
     torch thread and the OpenMP / BLAS variables its worker processes inherit say one."""
     import importlib
 
@@ -94,7 +94,7 @@ def test_sinks_threads_asks_for_more_up_to_the_owned_cores(monkeypatch, capsys):
     (("task", "--bogus"), "unrecognized arguments: --bogus"),
 ])
 def test_every_argparse_error_is_one_line_exit_2(args, needle, capsys):
-    """Issue 20, item 14: argparse's errors, like the project's, are one line (no usage block)."""
+    """argparse's errors, like the project's, are one line (no usage block)."""
     with pytest.raises(SystemExit) as e:
         cli.main(list(args))
     err = capsys.readouterr().err

@@ -160,7 +160,7 @@ def test_the_scan_finds_added_assumptions_and_ignores_comments():
 
 def test_the_scan_finds_sentences_that_reinterpret_a_statements_text():
     """A Notation, Infix, Coercion or Arguments could make the `<=` or `/` the fidelity parser
-    reads mean another thing (issue 31); importing the standard library's ListNotations is fine."""
+    reads mean another thing; importing the standard library's ListNotations is fine."""
     for sentence in ('Notation "x <=\' y" := (Rle y x) (at level 70).', 'Local Notation two := 3.',
                      'Infix "+++" := Rplus (at level 50).', "Coercion INR : nat >-> R.", "Arguments f {A} x."):
         assert kernel.scan(sentence + "\n"), sentence
@@ -168,7 +168,7 @@ def test_the_scan_finds_sentences_that_reinterpret_a_statements_text():
 
 
 def test_a_short_name_defined_twice_is_reported():
-    """The shadowing plant of issue 31: a second ``T1a`` in a later module, which the fidelity
+    """The shadowing plant: a second ``T1a`` in a later module, which the fidelity
     parser (the last definition in compile order) would read instead of the theorem's."""
     texts = {"T1.v": "Definition T1a : Prop :=\n  True.\n", "Cancelling.v": "(* T1a *)\nDefinition T1a : Prop := False.\n",
              "Task.v": "Lemma valid : True. Proof. exact I. Qed.\n"}

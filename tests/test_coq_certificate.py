@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from constructions import reference, softmax_head
-from proofs.certify import heads
+from proofs.certify.arithmetic import heads
 from proofs.coq.certificate import check, export
 
 COQ_MISSING = check.available()

@@ -89,9 +89,10 @@ def test_a_coq_constant_changed_alone_is_caught(sentences, what, old, new):
 
 def _python_edits():
     from constructions import relu_head, softmax_head
-    from proofs import content_flag_lower_bound as cf, flag_sum_lower_bound as fs, t1_single_layer_sink as t1
-    from proofs import t2_multi_layer_existential as t2, token_consistency as tc, trigger_row_ratio_bound as rb
-    from proofs import sink_bound_convex_hull as sbc, trigger_flag_lower_bound as tf
+    from proofs.statements import content_flag_lower_bound as cf, flag_sum_lower_bound as fs, t1_single_layer_sink as t1
+    from proofs.statements import (t2_multi_layer_existential as t2, token_consistency as tc,
+                                   trigger_row_ratio_bound as rb)
+    from proofs.statements import sink_bound_convex_hull as sbc, trigger_flag_lower_bound as tf
 
     e = t1.eta
     weights = relu_head.head_weights
@@ -144,7 +145,7 @@ def test_the_task_minimum_sizes_are_one_constant(sentences, monkeypatch):
 
 
 def test_an_eta_interval_must_start_at_zero(monkeypatch):
-    from proofs import t1_single_layer_sink as t1
+    from proofs.statements import t1_single_layer_sink as t1
 
     monkeypatch.setattr(t1, "PRE_INTERVAL", sympy.Interval(sympy.Rational(1, 100), sympy.Rational(1, 12)))
     with pytest.raises(ValueError, match="must start at 0"):

@@ -1,4 +1,4 @@
-"""``sinks prove`` fails closed on what Coq proved (issue 31, item 1): the kernel-printed type of
+"""``sinks prove`` fails closed on what Coq proved: the kernel-printed type of
 every twin theorem and every project definition it unfolds to must be the pinned text
 (``proofs/coq/pinned.json``). Three plants that compile, pass the assumption check and (two of
 them) the source scan, each leave T1 not Coq-checked. Each plant compiles only the files it
@@ -45,8 +45,9 @@ def test_a_printed_text_names_the_project_constants_it_mentions():
     assert pins.references(text, MODULES) == {"T1.T1a", "Task.valid_trigger", "Heads.head_output'", "Linear.vec"}
 
 
-def test_the_pins_cover_every_definition_the_issue_names():
-    """Issue 31 lists what was unpinned; the union of the twins' closures must hold each of them."""
+def test_the_pins_cover_every_definition_once_unpinned():
+    """The definitions a twin's type unfolds to that were once unpinned: the union of the twins'
+    closures must hold each of them."""
     pinned = pins.load()
     covered = set().union(*(pins.closure(t, pinned, MODULES) for t in main_theorems()))
     for name in ("Task.valid_trigger", "Task.in_box", "Task.content_in_box", "Task.error_le", "Task.worst_error_le",

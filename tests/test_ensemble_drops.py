@@ -1,4 +1,4 @@
-"""Members that stop at different steps (issue 17, item 6): after every drop each remaining member
+"""Members that stop at different steps: after every drop each remaining member
 continues as its own single run, parameters and Adam moments, and the training record names the
 member that stopped."""
 

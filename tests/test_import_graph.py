@@ -87,7 +87,8 @@ def test_a_lazy_import_cycle_is_found(tmp_path):
 
 # ----------------------------------------------------------------------------------------
 # Rooms: inside a package whose __init__ declares RANKS, each piece (a subpackage or a module)
-# imports only pieces of a lower rank, and of a room only the modules its PUBLIC names.
+# imports only pieces of a lower rank, and of a room only the modules its PUBLIC names; a module
+# outside the package (another room's, a higher package's) also reaches a room only through PUBLIC.
 
 
 def _declared(init: Path, name: str):
@@ -109,7 +110,11 @@ def room_violations(root: Path = ROOT, packages=PACKAGES) -> list[str]:
         for importer, deps in sorted(graph.items()):
             for dep in sorted(deps):
                 src, dst = _piece(importer, package), _piece(dep, package)
-                if src is None or dst is None or src == dst:
+                if dst is None or src == dst or importer == package:
+                    continue
+                if src is None:  # from outside the package: the rank rule is the outer package's
+                    if not _public(root, package, dst, dep):
+                        found.append(f"{importer} -> {dep}: not in {package}.{dst}.PUBLIC")
                     continue
                 if src not in ranks or dst not in ranks:
                     found.append(f"{importer} -> {dep}: {package}.RANKS does not rank {src if src not in ranks else dst}")
@@ -153,8 +158,8 @@ def room_depth(root: Path = ROOT, package: str = "empirical") -> int:
     return max(map(depth, rooms))
 
 
-def test_empirical_is_rooms_with_a_readme_each_and_no_flat_module():
-    top = ROOT / "empirical"
+def _assert_rooms(top: Path) -> None:
+    """``top`` holds rooms only (no module but its __init__), each ranked and with a README."""
     assert sorted(p.name for p in top.glob("*.py")) == ["__init__.py"]
     rooms = sorted(p.name for p in top.iterdir() if (p / "__init__.py").exists())
     assert rooms == sorted(_declared(top / "__init__.py", "RANKS"))
@@ -162,9 +167,27 @@ def test_empirical_is_rooms_with_a_readme_each_and_no_flat_module():
         assert (top / room / "README.md").read_text().strip(), room
 
 
+def test_empirical_is_rooms_with_a_readme_each_and_no_flat_module():
+    _assert_rooms(ROOT / "empirical")
+
+
+def test_proofs_is_rooms_with_a_readme_each_and_no_flat_module():
+    _assert_rooms(ROOT / "proofs")
+    _assert_rooms(ROOT / "proofs" / "certify")
+
+
 def test_rooms_import_only_lower_rooms_and_their_public_modules():
     assert room_violations() == []
     assert room_depth() == 4  # host <- training <- weights | analysis | lm <- pipeline
+    assert room_depth(package="proofs") == 4  # statements | smt <- certify <- coq <- registry
+    assert room_depth(package="proofs.certify") == 3  # arithmetic <- head <- stack
+
+
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
 
 
 def test_an_upward_a_sibling_and_a_private_import_are_found(tmp_path):
@@ -181,11 +204,31 @@ def test_an_upward_a_sibling_and_a_private_import_are_found(tmp_path):
         "empirical/top/__init__.py": "",
         "empirical/top/cli.py": "from empirical.left import a\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    assert room_violations(tmp_path, ("empirical",)) == [
+    assert room_violations(_plant(tmp_path, files), ("empirical",)) == [
         "empirical.left.a -> empirical.right.b: right (rank 1) is not below left (rank 1)",
         "empirical.low.inner -> empirical.top.cli: top (rank 2) is not below low (rank 0)",
         "empirical.right.b -> empirical.low.inner: not in empirical.low.PUBLIC",
+    ]
+
+
+def test_nested_rooms_and_imports_from_outside_a_package_are_checked(tmp_path):
+    """Planted: a room of a nested package importing a higher one of its siblings, and a private
+    module of a nested room reached from another room of the outer package and from another package."""
+    files = {
+        "proofs/__init__.py": 'RANKS = {"low": 0, "top": 1}\n',
+        "proofs/low/__init__.py": 'RANKS = {"a": 0, "b": 1}\n',
+        "proofs/low/a/__init__.py": 'PUBLIC = ("api",)\n',
+        "proofs/low/a/api.py": "",
+        "proofs/low/a/inner.py": "def f():\n    from proofs.low.b import user\n",
+        "proofs/low/b/__init__.py": "",
+        "proofs/low/b/user.py": "from proofs.low.a import api\n",
+        "proofs/top/__init__.py": "",
+        "proofs/top/cli.py": "from proofs.low.a import api, inner\n",
+        "empirical/__init__.py": "",
+        "empirical/use.py": "from proofs.low.a import inner\nfrom proofs.low.b import user\n",
+    }
+    assert room_violations(_plant(tmp_path, files), ("proofs", "empirical")) == [
+        "empirical.use -> proofs.low.a.inner: not in proofs.low.a.PUBLIC",
+        "proofs.low.a.inner -> proofs.low.b.user: b (rank 1) is not below a (rank 0)",
+        "proofs.top.cli -> proofs.low.a.inner: not in proofs.low.a.PUBLIC",
     ]

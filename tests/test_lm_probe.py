@@ -19,7 +19,7 @@ from empirical.training import bos_edits
 from empirical.lm import ablate, families, heads, load, report
 
 needs_lm = pytest.mark.skipif(not load.extra_available(), reason=f"optional extra missing: {load.EXTRA_HINT}")
-TOL = 1e-5  # the issue's tolerance for attention read vs transformers' and vs the recomputation
+TOL = 1e-5  # the required tolerance for attention read vs transformers' and vs the recomputation
 
 
 def tiny_llama(seed=0, heads_=4, kv_heads=2, layers=2, theta=500.0, sharpen=20.0):

@@ -1,4 +1,4 @@
-"""Issue 19: question (a') for flag-reading scores and the candidate family of question (b).
+"""Question (a') for flag-reading scores and the candidate family of question (b).
 
 The statements themselves run in tests/test_proofs.py (every registered statement); here the
 constants that decide them are pinned (each fails when made a factor 2 stronger) and the
@@ -6,9 +6,9 @@ pieces that other code relies on are checked directly."""
 
 import sympy
 
-from proofs import algebra
-from proofs import t2_one_head_per_layer_family as family
-from proofs import t2_two_heads_flag_scores as flag
+from proofs.statements import algebra
+from proofs.statements import t2_one_head_per_layer_family as family
+from proofs.statements import t2_two_heads_flag_scores as flag
 
 
 def _spread_ok(case: str) -> bool:

@@ -1,4 +1,4 @@
-"""The trigger bounds' compiled inner loops (proofs/certify/dual.c, loaded by proofs.certify.native)
+"""The trigger bounds' compiled inner loops (proofs/certify/arithmetic/dual.c, loaded by proofs.certify.arithmetic.native)
 against their numpy reference, and the shared build cache (constructions.native): the same numbers
 (to rounding), the same bounds through the public functions, numpy when there is no compiler or
 SINKS_NATIVE=off, and a build keyed by source, flags and host."""
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from constructions import native as build
-from proofs.certify import native, trigger_dual as td
+from proofs.certify.arithmetic import native
+from proofs.certify.head.trigger import dual as td
 
 
 def kernels_or_skip():
@@ -68,7 +69,7 @@ def test_the_compiled_grid_search_equals_numpy_bit_for_bit(monkeypatch):
     the hot entries (ties in the order found) and where are identical, not merely close: random
     grids of 1-8 axes, values with ties, every kind of target and leaf size; then the public
     function with and without the kernels."""
-    from proofs.certify import trigger_grid as tg
+    from proofs.certify.head.trigger import grid as tg
 
     k = kernels_or_skip()
     rng = np.random.default_rng(5)

@@ -10,7 +10,7 @@ import sympy
 from hypothesis import given, settings, strategies as st
 
 from constructions import reference, softmax_head, task
-from proofs.t1_single_layer_sink import f_all, f_pre
+from proofs.statements.t1_single_layer_sink import f_all, f_pre
 
 SETTINGS = settings(max_examples=25, deadline=None)
 F_PRE = sympy.lambdify(sympy.Symbol("eta", nonnegative=True), f_pre())

@@ -10,9 +10,10 @@ import pytest
 import sympy
 
 from constructions.errors import BadInput
-from proofs import algebra, registry
-from proofs.planted_false_statements import CONTROLS
-from proofs.verdict import Evidence, Verdict, timed
+from proofs.statements import algebra
+from proofs import registry
+from proofs.statements.planted_false_statements import CONTROLS
+from proofs.statements.verdict import Evidence, Verdict, timed
 
 # Statements whose honest verdict is not "proved" (refuted by an exact counterexample, or open).
 EXPECTED = registry.EXPECTED
@@ -52,14 +53,14 @@ def test_planted_false_statement_is_not_proved(verdicts, name):
 
 
 def test_content_flag_bound_fails_when_tightened(monkeypatch):
-    from proofs import content_flag_lower_bound as m
+    from proofs.statements import content_flag_lower_bound as m
 
     monkeypatch.setattr(m, "lower_bound", lambda: sympy.Rational(5, 6) - 2 * m.tr.eta)
     assert m.check().status == "unknown"
 
 
 def test_flag_sum_bound_fails_with_a_smaller_error_term(monkeypatch):
-    from proofs import flag_sum_lower_bound as m
+    from proofs.statements import flag_sum_lower_bound as m
 
     monkeypatch.setattr(m, "m_r", lambda: 1 - 5 * m.e - 8 * m.e * (1 + 48 * m.e) / (1 - 96 * m.e))
     v = m.check()
@@ -175,7 +176,7 @@ def test_t3_stack_step_fails_when_a_later_layer_writes(monkeypatch):
     import dataclasses
 
     from constructions import relu_head
-    from proofs import relu_construction_exact as m
+    from proofs.statements import relu_construction_exact as m
 
     real = relu_head.build_stack
 
@@ -193,7 +194,7 @@ def test_t3_stack_step_fails_when_a_later_layer_writes(monkeypatch):
 def test_tightened_t1a_is_refuted_only_below_the_tight_ratio(monkeypatch):
     from fractions import Fraction
 
-    from proofs import t1_tightness as m
+    from proofs.statements import t1_tightness as m
 
     assert m.check_tightened().status == "refuted"  # 99/100 f_pre: the tight head violates it
     monkeypatch.setattr(m, "TIGHTENING", Fraction(1))  # T1(a) itself: the head satisfies it
@@ -202,7 +203,7 @@ def test_tightened_t1a_is_refuted_only_below_the_tight_ratio(monkeypatch):
 
 
 def test_sharp_pre_trigger_bound_fails_when_tightened(monkeypatch):
-    from proofs import t1_tightness as m
+    from proofs.statements import t1_tightness as m
 
     monkeypatch.setattr(m, "m_5", lambda: 1 - 20 * m.e)  # claims h_t >= 1 - 20 eta: the certificate cannot close
     v = registry.run(["t1_pre_trigger_sharp"])[-1]

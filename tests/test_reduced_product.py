@@ -1,4 +1,4 @@
-"""The reduced-product experiment of tests/benchmarks/bench_reduced_product.py (issue 33): its one
+"""The reduced-product experiment of tests/benchmarks/bench_reduced_product.py: its one
 new step, ``narrow``, against sampled values (and the sampler shown able to catch a wrong
 narrowing); the lockstep run without the reduction equal to the two certificates; with it, no
 bound above any grid input of tiny stacks."""
@@ -6,7 +6,7 @@ bound above any grid input of tiny stacks."""
 import numpy as np
 import pytest
 
-from proofs.certify import stack, zono_stack
+from proofs.certify.stack import affine_stack, zono_stack
 from tests.benchmarks.bench_reduced_product import certify, narrow
 from tests.test_certify_stack import enumerated_minima, sinking_stack
 
@@ -59,7 +59,7 @@ def test_narrow_refuses_disjoint_enclosures():
 def test_without_the_reduction_the_lockstep_run_is_the_two_certificates():
     net, L = sinking_stack(4, 5, beta=4.0, layers=3), 5
     per, _ = certify(net, L, reduce=False)
-    for key, cert in (("affine", stack.certify_stack(net, L, exact_first=False)), ("zonotope", zono_stack.certify_stack(net, L))):
+    for key, cert in (("affine", affine_stack.certify_stack(net, L, exact_first=False)), ("zonotope", zono_stack.certify_stack(net, L))):
         for h in cert["heads"]:
             assert per[key][h["layer"], h["head"], 1:].min() == h["min_bos_certified"]
 

@@ -115,7 +115,7 @@ def test_no_certificate_and_no_z3_answer_is_not_a_proof(monkeypatch):
 
 def test_degenerate_combinations_are_refused():
     """A combination that sums to 0 <= 0 (or 0 <= positive) is no contradiction; only 0 <= negative,
-    or 0 <= 0 with a strict row used with a positive multiplier, is (issue 17, item 6)."""
+    or 0 <= 0 with a strict row used with a positive multiplier, is."""
     x_le_0, minus_x_le_0 = Row((("x", F(1)),), "<=", F(0)), Row((("x", F(-1)),), "<=", F(0))
     x_lt_5, x_eq_0 = Row((("x", F(1)),), "<", F(5)), Row((("x", F(1)),), "=", F(0))
     x_lt_0, x_le_m1 = Row((("x", F(1)),), "<", F(0)), Row((("x", F(1)),), "<=", F(-1))

@@ -1,5 +1,5 @@
 """Every threshold that decides an SMT verdict is pinned: each test below fails when its
-threshold is loosened or tightened by a factor of 2 (issue 10, section 4).
+threshold is loosened or tightened by a factor of 2.
 
 - the replay's error check (max error <= eps on every sequence),
 - the counterexample's BOS-mass check (replayed BOS mass < theta at the class),

@@ -1,4 +1,4 @@
-"""No verdict may depend on the machine's speed (issue 20, item 1): every solver call a test, a
+"""No verdict may depend on the machine's speed: every solver call a test, a
 part of ``sinks reproduce`` or a library caller in proofs/ relies on runs under a work limit (z3's
 ``rlimit``, cvc5's ``rlimit-per``), the same count of solver steps on every machine, with the
 wall-clock budget only as the outer safety net."""

@@ -1,9 +1,9 @@
-"""The stack claim's evidence in ``sinks reproduce`` (issue 33, item 2): the certified / sinking
+"""The stack claim's evidence in ``sinks reproduce``: the certified / sinking
 heads per seed and per layer, and the CPU seconds per stack, each counted from that seed's own
 certificate and measured masses."""
 
 from empirical.pipeline.parts.certificate_tables import stack_certificates
-from proofs.certify import stack
+from proofs.certify.stack import affine_stack
 from tests.test_certify_stack import sinking_stack, summary_of
 
 # Two tiny trained-like stacks (d = 4, L = 5, 2 x 2, beta 4): seed 1 certifies all four heads
@@ -25,7 +25,7 @@ def two_seed_summary():
 
 def test_evidence_counts_each_seed_and_layer_from_its_own_certificate():
     nets, summary = two_seed_summary()
-    certs = [{"type": "stack", **stack.certify_stack(net, L), "cpu_seconds": cpu} for net, cpu in zip(nets, (1.5, 2.5))]
+    certs = [{"type": "stack", **affine_stack.certify_stack(net, L), "cpu_seconds": cpu} for net, cpu in zip(nets, (1.5, 2.5))]
     assert [[h["non_vacuous"] for h in c["heads"]] for c in certs] == [[True] * 4, [True, True, False, False]]
     _, claim, rows = stack_certificates(summary, (2, 2), certs=certs)
     evidence = claim["evidence"]

@@ -1,4 +1,4 @@
-"""Issue 33, item 4: the bilinear score bound of a stack (``scores.bilinear``) against the exact
+"""The bilinear score bound of a stack (``scores.bilinear``) against the exact
 layer-1 scores over every input of a tiny stack, and a planted drop of either side's remainder.
 
 At a deeper layer the query's stream is x(c) + eta and a key's y + zeta; the first-order terms
@@ -11,7 +11,8 @@ left out of the bound.
 import numpy as np
 import pytest
 
-from proofs.certify import affine, heads, scores, stack
+from proofs.certify.arithmetic import affine, heads
+from proofs.certify.stack import affine_stack, scores
 from tests.test_certify_stack import GRID, grid_inputs, sinking_stack
 
 # (d, L, seed, kind, beta): a stack whose layer 0 does not sink (its mixtures carry large
@@ -36,7 +37,7 @@ def layer1_forms(net, L, j):
     """The stack's own affine forms of the layer-1 stream, trigger at j."""
     maps = [heads.head_maps(net, 0, h) for h in range(net.layers[0].heads)]
     z = affine.inputs(net.d, L, j)
-    out, _ = stack.layer_step(net.kind, maps, z, j, 0)
+    out, _ = affine_stack.layer_step(net.kind, maps, z, j, 0)
     return affine.add(z, out)
 
 

@@ -1,4 +1,4 @@
-"""T1 in full on trained weights (issue 17, item 1): the worst-case setting gives heads whose
+"""T1 in full on trained weights: the worst-case setting gives heads whose
 certified worst-case error is inside T1 (b)'s range, and T1's bounds are checked against the
 certified minima, a check that can fail. Tiny settings (d = 6, L = 6) keep it to seconds."""
 
@@ -10,7 +10,7 @@ from empirical.pipeline.parts import t1_end_to_end as E
 from empirical.analysis import worst_case
 from empirical.analysis.certificates import certify_network
 from empirical.weights.formats import networks_from_summary
-from proofs.certify import t1
+from proofs.certify.head import t1
 
 TINY = worst_case.WorstCaseConfig(d=6, L=6, steps=150, refresh=30, eval_sequences=200, eval_trigger=3,
                                  reference_lr=3e-3, lr=3e-3)

@@ -58,7 +58,7 @@ def _f_all(e):
 
 def test_published_figures_of_the_tight_heads():
     """The numbers the READMEs and t1_tightness's evidence print, recomputed exactly: a changed
-    construction fails here even when the statements stay refuted (issue 17, item 6)."""
+    construction fails here even when the statements stay refuted."""
     a = tight_heads.equal_content_report(tight_heads.build_t1a(), 4, 0)
     e = a["eta"]
     assert 1 - a["min_bos_pre"] == sympy.Rational(1000, 415749) and a["where"] == (2, 3)

@@ -185,7 +185,7 @@ def test_progress_board_draws_one_line_per_job_and_an_overall_eta_on_a_terminal(
 
 
 def test_progress_board_logs_plain_lines_off_a_terminal(tmp_path):
-    """Issue 20, item 5: stderr not a terminal (nohup, CI): one plain line per finished job with
+    """With stderr not a terminal (nohup, CI): one plain line per finished job with
     the elapsed time and an ETA at the rate so far, at most one line per 30 s (jobs finishing in
     between wait for the next line), and a line on the running jobs after 5 quiet minutes."""
     import io

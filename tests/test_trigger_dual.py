@@ -1,4 +1,4 @@
-"""The fixed-query trigger bound (proofs.certify.trigger_dual) against brute force over the keys'
+"""The fixed-query trigger bound (proofs.certify.head.trigger.dual) against brute force over the keys'
 contents on small heads: never below any enumerated input's error, and close to the largest on
 heads that attend almost uniformly (as trained heads do at the trigger)."""
 
@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from constructions import reference, task
-from proofs.certify import error, heads, trigger_dual
+from proofs.certify.head import error
+from proofs.certify.arithmetic import heads
+from proofs.certify.head.trigger import dual as trigger_dual
 
 
 def head_net(d, seed, score_scale, value_noise):

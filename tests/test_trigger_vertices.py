@@ -1,4 +1,4 @@
-"""The bound over every trigger content (proofs.certify.trigger_vertices, trigger_grid) against
+"""The bound over every trigger content (proofs.certify.head.trigger.vertices, trigger_grid) against
 brute force on small heads: never below an enumerated input (every trigger content on a fine grid,
 the box's inside included, every multiset of key contents on a grid), the curvature remainder
 covering an error that peaks inside the box, the curvature bound against finite differences of
@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from constructions import reference, task
-from proofs.certify import error, heads, trigger_grid, trigger_points as tp, trigger_vertices as tv
+from proofs.certify.head import error
+from proofs.certify.arithmetic import heads
+from proofs.certify.head.trigger import grid as trigger_grid, points as tp, vertices as tv
 from tests.test_trigger_dual import _grid, head_net, signed_errors
 
 
@@ -269,7 +271,7 @@ def _small_net():
 def test_the_bracket_tightens_the_box_relaxation_and_stays_above_the_witness():
     """eta.bracket: eta_up with the vertex bound is at most the box relaxation's, at least eta_lo
     (a replayed witness), and its trigger parts never below an enumerated input."""
-    from proofs.certify import eta, sink
+    from proofs.certify.head import eta, sink
 
     net, L = _small_net(), 5
     h = heads.head_maps(net)

@@ -4,9 +4,10 @@ proved in the same run; citations are declared once per statement module; a cycl
 import pytest
 import sympy
 
-from proofs import algebra, registry
+from proofs.statements import algebra
+from proofs import registry
 from proofs.registry import CitationError, Statement
-from proofs.verdict import timed
+from proofs.statements.verdict import timed
 
 
 def _statement(name, cites=(), holds=True):
@@ -54,7 +55,7 @@ def test_registry_citations_must_match_the_checks_own():
 
 
 def test_a_citing_check_outside_a_run_is_never_proved():
-    from proofs import flag_sum_lower_bound
+    from proofs.statements import flag_sum_lower_bound
 
     v = flag_sum_lower_bound.check()  # its own certificates close, but no lemma is proved here
     assert v.status == "unknown"
@@ -74,8 +75,8 @@ def test_a_lemma_atom_is_accepted_only_when_the_statement_cites_that_lemma():
 def test_a_false_content_flag_lemma_turns_every_statement_citing_it_unknown(monkeypatch):
     """The referee's experiment: a too-strong content-flag bound (5/6 - 2 eta, which its own
     certificate cannot close) with T1's f_pre adjusted to match, so that T1's own steps close."""
-    from proofs import content_flag_lower_bound as cf
-    from proofs import t1_single_layer_sink as t1
+    from proofs.statements import content_flag_lower_bound as cf
+    from proofs.statements import t1_single_layer_sink as t1
 
     eta = cf.tr.eta
     monkeypatch.setattr(cf, "lower_bound", lambda: sympy.Rational(5, 6) - 2 * eta)

@@ -1,4 +1,4 @@
-"""Every weight loader turns every malformed file into one line and exit 2 (issue 20, item 2):
+"""Every weight loader turns every malformed file into one line and exit 2:
 random bytes and truncations under each extension, containers that declare sizes they do not
 hold, JSON nested too deeply or with NaN / huge numbers. No traceback, no output, and (in a
 fresh process, measured) no allocation beyond what the file itself holds."""

@@ -1,4 +1,4 @@
-"""The zonotope stack certificate (``proofs.certify.zono_stack``, issue 33) against every input of
+"""The zonotope stack certificate (``proofs.certify.stack.zono_stack``) against every input of
 tiny stacks on a content grid: its per-head bounds below every input's BOS mass, its layer-1
 stream containing every input's exact stream at that input's own contents, and plants (a
 transformer's remainder dropped) that the stream check catches."""
@@ -6,8 +6,9 @@ transformer's remainder dropped) that the stream check catches."""
 import numpy as np
 import pytest
 
-from proofs.certify import heads, zono_stack
-from proofs.certify import zonotope as zt
+from proofs.certify.arithmetic import heads
+from proofs.certify.stack import zono_stack
+from proofs.certify.arithmetic import zonotope as zt
 from tests.test_certify_stack import SINKING, WEAK, enumerated_minima, sinking_stack, violations
 from tests.test_stack_score_remainders import layer1_streams
 

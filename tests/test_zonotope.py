@@ -1,4 +1,4 @@
-"""The zonotope domain of ``proofs.certify.zonotope`` (issue 33): every transformer against
+"""The zonotope domain of ``proofs.certify.arithmetic.zonotope``: every transformer against
 high-precision interval arithmetic at the same symbols, and plants that drop a remainder or a
 rounding allowance and must be caught."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from mpmath import iv, mp
 
-from proofs.certify import zonotope as zt
+from proofs.certify.arithmetic import zonotope as zt
 
 PREC = 200  # bits of the reference evaluation
 

@@ -31,26 +31,28 @@ def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None
     the trigger tightened by the bound over every trigger content (``proofs.certify.eta``), refined
     until eta_up / eta_lo is at most ``target_ratio`` (None: ``eta.TARGET_RATIO``); a stack by
     ``stack_method`` (one of STACK_METHODS; single heads ignore it)."""
-    from proofs.certify import eta, heads, sink, stack, t1
+    from proofs.certify.head import eta, sink, t1
+    from proofs.certify.arithmetic import heads
+    from proofs.certify.stack import affine_stack
 
     target_ratio = eta.TARGET_RATIO if target_ratio is None else target_ratio
     eta.check_target_ratio(target_ratio)
 
     start, cpu = time.perf_counter(), time.process_time()
     if net.kind == "relu" and is_single_head(net):
-        from proofs.certify import free
+        from proofs.certify.head import free
 
         out = free.certify_relu(net, L)
         return {"type": "relu head", **out, "seconds": time.perf_counter() - start}
     heads.check_kind(net.kind)
     if not is_single_head(net) and stack_method == "zonotope":
-        from proofs.certify import zono_stack
+        from proofs.certify.stack import zono_stack
 
         return {"type": "stack", "stack_method": "zonotope", **zono_stack.certify_stack(net, L)}  # 1 class per j
     if not is_single_head(net):
         # layer 0 by the stack's own search (shared across trigger positions, stopped at SEARCH_RTOL):
         # the exact single-layer certificate closes to 1e-9 but costs about as much as the rest
-        out = stack.certify_stack(net, L, exact_first=False)
+        out = affine_stack.certify_stack(net, L, exact_first=False)
         out["seconds"] = time.perf_counter() - start
         return {"type": "stack", "stack_method": "box", **out}
     cert = sink.certify_head(net, L)

@@ -80,7 +80,8 @@ def _witness_batch(model, config: WorstCaseConfig, step: int):
     import torch
 
     from empirical.training.model import to_network
-    from proofs.certify import heads, witness
+    from proofs.certify.arithmetic import heads
+    from proofs.certify.head import witness
 
     h = heads.head_maps(to_network(model))
     found = witness.search(h, config.L, seed=step, configs=config.search_configs)[:config.witnesses]

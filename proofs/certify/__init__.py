@@ -1,16 +1,24 @@
-"""Certificates over every input (issue 12): the worst case of a head's sink and error over the
-whole input domain of the task, not over a sample.
+"""Certificates over every input: the worst case of a head's sink and error over the whole input
+domain of the task, not over a sample.
 
-- ``heads``: the exact bilinear score form M = W_Q^T W_K and value map V = W_O W_V of a head, and
-  the exponent functions of its BOS mass as functions of the query's content.
-- ``branch``: certified branch and bound over the query's content box.
-- ``sink``: certified minimum BOS mass at every non-trigger query (and maximum at the trigger),
-  with a witness input replayed exactly.
-- ``error``: certified upper bound eta_up on the worst-case max-abs error, and a replayed lower
-  bound eta_lo.
-- ``t1``: the project's T1 applied with eta_up.
-- ``stack``: interval bound propagation through residual stacks (a bound per head).
+Its rooms, lowest first (``RANKS``; a room imports only rooms below it):
+
+- ``arithmetic``: what the certificates compute with. ``heads`` (the exact bilinear score form
+  M = W_Q^T W_K and value map V = W_O W_V of a head, and the exponent functions of its BOS mass as
+  functions of the query's content), ``exact`` (rational matrices at integer speed), ``replay``
+  (witness inputs through the exact evaluator in interval arithmetic), ``branch`` (certified branch
+  and bound over the query's content box), ``affine`` and ``zonotope`` (the stream's domains in
+  the input contents), ``native`` (the trigger bounds' inner loops compiled from ``dual.c``).
+- ``head``: a single head. ``sink`` (certified minimum BOS mass at every non-trigger query and
+  maximum at the trigger, with a witness replayed exactly), ``free`` (the largest BOS weight of a
+  sink-free ReLU head), ``error`` and ``witness`` (eta_up and eta_lo), ``trigger`` (eta_up at the
+  trigger, each key's weight tied to its content), ``eta`` (the bracket), ``t1`` (the project's T1
+  applied with eta_up).
+- ``stack``: residual stacks, a bound per head: ``affine_stack`` (affine forms with interval
+  remainders; ``scores``, a deeper layer's scores) and ``zono_stack`` (zonotopes).
 
 Pure mathematics on weights (Fractions, numpy float64 with a-priori rounding bounds, mpmath.iv);
-imports ``constructions`` and ``proofs`` only, never torch or ``empirical``.
+imports ``constructions`` and ``proofs.statements`` only, never torch or ``empirical``.
 """
+
+RANKS = {"arithmetic": 0, "head": 1, "stack": 2}

@@ -4,3 +4,5 @@
 registered statements the Coq theorems check and what the Python constants imply for them;
 ``statements`` and ``weights`` read the Coq source back; ``overlay`` applies the check to verdicts.
 """
+
+PUBLIC = ("certificate", "kernel", "overlay", "twins")

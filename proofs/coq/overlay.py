@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..verdict import Verdict
+from ..statements.verdict import Verdict
 from .kernel import KernelReport
 from .twins import TWINS
 

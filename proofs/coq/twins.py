@@ -97,11 +97,11 @@ def _eta_upper(interval: sympy.Interval) -> str:
 def expected_props() -> dict[str, str]:
     """Coq proposition name -> the statement the Python constants imply."""
     from constructions import task
-    from proofs import (content_flag_lower_bound as cf, flag_sum_lower_bound as fs, sink_bound_convex_hull as sbc,
-                        sink_bound_direction as sbd,
-                        t1_single_layer_sink as t1, t1_tightness as tt, t2_multi_layer_existential as t2,
-                        token_consistency as tc, trigger_flag_lower_bound as tf, trigger_row_ratio_bound as rb,
-                        trigger_rows as tr)
+    from proofs.statements import (content_flag_lower_bound as cf, flag_sum_lower_bound as fs,
+                                   sink_bound_convex_hull as sbc, sink_bound_direction as sbd,
+                                   t1_single_layer_sink as t1, t1_tightness as tt, t2_multi_layer_existential as t2,
+                                   token_consistency as tc, trigger_flag_lower_bound as tf,
+                                   trigger_row_ratio_bound as rb, trigger_rows as tr)
 
     d4 = nat_bound(task.D_MIN, "d")
     err = "worst_error_le d L (head_output Softmax d h) eta"
@@ -236,7 +236,7 @@ def _sufficiency_props(d4: str) -> dict[str, str]:
     """The softmax family (``softmax_head``) and T1's non-vacuity: the hypotheses of T1 (a), (b),
     the sharp bound and the residual form each hold for the family's head at some beta."""
     from constructions import softmax_head, task
-    from proofs import t1_single_layer_sink as t1, t1_tightness as tt
+    from proofs.statements import t1_single_layer_sink as t1, t1_tightness as tt
 
     beta, i, j = sympy.symbols("beta i j")
     head = "(sufficiency_head d beta)"
@@ -268,8 +268,8 @@ PROP_PARAMS = {"T2_non_trigger": (("d", "nat"), ("L", "nat")), "vanishes_at_zero
 
 def expected_definitions() -> dict[str, tuple[tuple[str, ...], sympy.Expr]]:
     """Coq real-valued definition -> (its parameters, the Python expression it must equal)."""
-    from proofs import flag_sum_lower_bound as fs, t1_single_layer_sink as t1, t1_tightness as tt
-    from proofs import t2_multi_layer_existential as t2
+    from proofs.statements import flag_sum_lower_bound as fs, t1_single_layer_sink as t1, t1_tightness as tt
+    from proofs.statements import t2_multi_layer_existential as t2
 
     eta, L = sympy.Symbol("eta"), sympy.Symbol("L")
     on_eta = {s.name: eta for s in (t1.eta, tt.e, fs.e)}

@@ -1,6 +1,6 @@
 """Where eta_up's looseness lives: the worst-case and reference single-layer heads of a
 ``sinks reproduce`` results folder, each with eta_up / eta_lo over every input beside the
-fixed-query bound (``proofs.certify.trigger_dual``) at its witness's trigger position and
+fixed-query bound (``proofs.certify.head.trigger.dual``) at its witness's trigger position and
 trigger content.
 
     python -m tests.benchmarks.bench_eta_dual [--results results] [--cells 64] [--json FILE]
@@ -46,7 +46,8 @@ def heads_of(results: Path) -> list[tuple[str, object]]:
 
 def row(label: str, net, L: int, cells: int | None = None) -> dict:
     from empirical.analysis.certificates import certify_network
-    from proofs.certify import heads, trigger_dual
+    from proofs.certify.arithmetic import heads
+    from proofs.certify.head.trigger import dual as trigger_dual
 
     start = time.process_time()
     eta = certify_network(net, L)["eta"]
@@ -67,7 +68,8 @@ def around(label: str, net, L: int, cells: int, random: int, seed: int = 0) -> d
     import numpy as np
 
     from empirical.analysis.certificates import certify_network
-    from proofs.certify import heads, trigger_dual
+    from proofs.certify.arithmetic import heads
+    from proofs.certify.head.trigger import dual as trigger_dual
 
     h = heads.head_maps(net)
     eta = certify_network(net, L)["eta"]

@@ -1,4 +1,4 @@
-"""eta bracketed over every input with the vertex bound at the trigger (``proofs.certify.eta``): per
+"""eta bracketed over every input with the vertex bound at the trigger (``proofs.certify.head.eta``): per
 head eta_lo, eta_up by the box relaxation alone and with the vertex bound, their ratios, where each
 is attained and the CPU time; per trigger position the box part beside the vertex bound.
 
@@ -33,7 +33,8 @@ def _save(path: Path | None, data: dict) -> None:
 
 
 def _head(job) -> tuple[str, dict]:
-    from proofs.certify import eta, heads, native, sink
+    from proofs.certify.head import eta, sink
+    from proofs.certify.arithmetic import heads, native
 
     label, net, L = job
     start = time.process_time()

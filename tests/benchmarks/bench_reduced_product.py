@@ -1,6 +1,6 @@
-"""An experiment, not a default (issue 33; brief C, item 3): the reduced product of the stack
-certificates' two domains, the affine forms of ``proofs.certify.stack`` and the zonotopes of
-``proofs.certify.zono_stack``, on a trained softmax stack.
+"""An experiment, not a default: the reduced product of the stack
+certificates' two domains, the affine forms of ``proofs.certify.stack.affine_stack`` and the zonotopes of
+``proofs.certify.stack.zono_stack``, on a trained softmax stack.
 
     python -m tests.benchmarks.bench_reduced_product SUMMARY [--layer 2] [--seeds 0 1]
 
@@ -24,9 +24,10 @@ import time
 import numpy as np
 
 from constructions.numbers import format_down
-from proofs.certify import affine, heads, stack, zono_stack
-from proofs.certify import zonotope as zt
-from proofs.certify.affine import RELATIVE_SLACK, TINY
+from proofs.certify.arithmetic import affine, heads
+from proofs.certify.stack import affine_stack, zono_stack
+from proofs.certify.arithmetic import zonotope as zt
+from proofs.certify.arithmetic.affine import RELATIVE_SLACK, TINY
 
 
 def narrow(c: np.ndarray, rho: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +68,7 @@ def certify(net, L: int, reduce: bool = True) -> tuple[dict[str, np.ndarray], np
     """({"affine", "zonotope", "combined"}: [layers, heads, L] per-query lower bounds on a_i0,
     minimised over the trigger positions; +inf at BOS and unused heads), and [layers - 1, 2] the
     largest share of the affine / zonotope remainder removed after each layer. ``reduce=False``:
-    the two certificates as they are (the same figures as ``stack.certify_stack(net, L,
+    the two certificates as they are (the same figures as ``affine_stack.certify_stack(net, L,
     exact_first=False)`` and ``zono_stack.certify_stack(net, L)``)."""
     maps = [[heads.head_maps(net, n, h) for h in range(ly.heads)] for n, ly in enumerate(net.layers)]
     layers, width = len(net.layers), max(ly.heads for ly in net.layers)
@@ -75,9 +76,9 @@ def certify(net, L: int, reduce: bool = True) -> tuple[dict[str, np.ndarray], np
     removed = np.zeros((max(layers - 1, 0), 2))
     for j in range(2, L):
         fa, fz = affine.inputs(net.d, L, j), zono_stack.inputs(net.d, L, j)
-        memo: dict = {}  # per j: ``stack``'s cross-j reuse is not argued for the reduced streams
+        memo: dict = {}  # per j: ``affine_stack``'s cross-j reuse is not argued for the reduced streams
         for n in range(layers):
-            out_a, lows_a = stack.layer_step(net.kind, maps[n], fa, j, n, memo, need_output=n < layers - 1)
+            out_a, lows_a = affine_stack.layer_step(net.kind, maps[n], fa, j, n, memo, need_output=n < layers - 1)
             out_z, lows_z = zono_stack.layer_step(maps[n], fz)
             for h in range(len(maps[n])):
                 la, lz = _lows(lows_a[h], j), _lows(lows_z[h].astype(float), j)

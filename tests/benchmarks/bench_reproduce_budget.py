@@ -1,4 +1,4 @@
-"""The default ``sinks reproduce``'s budget, part by part, against the 20-minute target (issue 32):
+"""The default ``sinks reproduce``'s budget, part by part, against the 20-minute target:
 
     python -m tests.benchmarks.bench_reproduce_budget RESULTS_DIR [--run] [--quick] [--json FILE]
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from empirical.host import usage
 from empirical.pipeline import reproduce as R
 
-BUDGET_WALL_S = 20 * 60  # issue 32: the default run on an idle 2-core machine
+BUDGET_WALL_S = 20 * 60  # the target: the default run on an idle 2-core machine
 
 
 def budget(results_dir: Path) -> dict:

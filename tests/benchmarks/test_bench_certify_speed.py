@@ -1,4 +1,4 @@
-"""The certify time per head and its eta_up / eta_lo (issue 32, item 1: <= 60 s CPU at ratio <= 1.1
+"""The certify time per head and its eta_up / eta_lo (the target: <= 60 s CPU at ratio <= 1.1
 on a freshly trained head, the five reference seeds in under 5 minutes), with the host's CPU model
 and vector width beside each figure:
 

@@ -1,4 +1,4 @@
-"""Certified per-head BOS mass of trained residual stacks (issue 17, item 3), with SINKS_SLOW=1:
+"""Certified per-head BOS mass of trained residual stacks, with SINKS_SLOW=1:
 
     SINKS_SLOW=1 pytest tests/benchmarks/test_bench_certify_stack.py --benchmark-only -s
 

@@ -18,7 +18,7 @@ from .test_bench_certify import trained_head
 @pytest.mark.skipif(not os.environ.get("SINKS_SLOW"), reason="trains a head and runs coqc (~2-5 min): set SINKS_SLOW=1")
 @pytest.mark.skipif(bool(check.available()), reason=check.available() or "coq present")
 def test_bench_coq_certificate_trained_seed0():
-    from proofs.certify import sink
+    from proofs.certify.head import sink
 
     net = trained_head()
     start = time.process_time()

@@ -132,7 +132,7 @@ def test_bench_matmul_share_of_the_4x4_step(benchmark):
     """Effective GFLOP/s of the 4 x 4 x 5-seed step (the FLOPs of the matrix products it runs,
     forward and backward, over the whole step's time) next to the GFLOP/s of those same products
     run alone on this machine (same shapes and strides). Their ratio is the share of the step
-    spent at matmul speed; the issue's target is >= 70 %. Timings are interleaved in 10 rounds
+    spent at matmul speed; the target is >= 70 %. Timings are interleaved in 10 rounds
     of 5 calls, and each side's fastest round is used: on a shared machine the fastest round is
     the one least disturbed by other jobs (medians are reported beside it)."""
     step = _step_fn(4, 4)

@@ -1,9 +1,9 @@
-"""The zonotope stack certificate (issue 33) on trained stacks, with SINKS_SLOW=1:
+"""The zonotope stack certificate on trained stacks, with SINKS_SLOW=1:
 
     SINKS_SLOW=1 SINKS_STACK_SUMMARY=results/train/softmax-4x4.json \
         pytest tests/benchmarks/test_bench_zono_stack.py --benchmark-only -s
 
-certifies every seed of that ``sinks train`` summary with ``proofs.certify.zono_stack``
+certifies every seed of that ``sinks train`` summary with ``proofs.certify.stack.zono_stack``
 (SINKS_ZONO_BOXES classes per trigger position, default 1; SINKS_COMPARE_BOX=1 also runs the
 affine-form method, ~190 s CPU per 4 x 4 stack) and prints per head the measured mean and min BOS
 mass (eval set), the certified minima and the CPU seconds per stack; every certified minimum must
@@ -26,14 +26,14 @@ pytestmark = pytest.mark.skipif(not (os.environ.get("SINKS_SLOW") and os.environ
 
 def certify_all(s, boxes, box_too):
     from empirical.weights.formats import networks_from_summary
-    from proofs.certify import stack, zono_stack
+    from proofs.certify.stack import affine_stack, zono_stack
 
     out = []
     for item, member in zip(networks_from_summary(s), s["members"]):
         start = time.process_time()
         zono = zono_stack.certify_stack(item.network, s["config"]["L"], boxes=boxes)
         mid = time.process_time()
-        box = stack.certify_stack(item.network, s["config"]["L"], exact_first=False) if box_too else None
+        box = affine_stack.certify_stack(item.network, s["config"]["L"], exact_first=False) if box_too else None
         out.append((item.label, member, zono, box, mid - start, time.process_time() - mid))
     return out
 

@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "target is tighter and costs more; the output says whether it was met")
     p.add_argument("--stack-method", choices=("box", "zonotope", "both"), default="box",
                    help="a stack's certificate: affine forms with interval remainders (box, default), zonotopes "
-                        "(proofs/certify/zono_stack.py; softmax only), or both side by side")
+                        "(proofs/certify/stack/zono_stack.py; softmax only), or both side by side")
     p.add_argument("--out", default="results/certify", help="folder for certify.json and certify.png")
     p.set_defaults(run=run)
 
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     from constructions.errors import BadInput
     from empirical.analysis import certificates
     from empirical import weights
-    from proofs.certify import eta
+    from proofs.certify.head import eta
 
     if args.L is not None and args.L < 4:
         raise BadInput(f"--L must be >= 4, got {args.L}")

@@ -145,7 +145,7 @@ def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = Fals
              "columns": ["seed", "head", "measured mean (eval set, non-trigger)", "measured min (eval set)",
                          "certified min a_i0 (every input, non-trigger)", "verdict", "CPU seconds per stack"],
              "rows": rows,
-             "note": "Certified over every trigger position and content (proofs.certify.stack: the residual stream as affine "
+             "note": "Certified over every trigger position and content (proofs.certify.stack.affine_stack: the residual stream as affine "
                      "forms in the contents, a branch and bound over each query's own content, the final figures in "
                      f"interval arithmetic). Sink certified: >= {0.5} at every non-trigger query; a bound below that is "
                      "no evidence either way ('no useful bound'), and a head whose eval-set mean is <= "
@@ -268,7 +268,7 @@ def closed_form_agreement(certified_min: float, eta_up: float, beta, L: int) -> 
 def construction_certificates(d: int = 16, L: int = 16, beta: int = 10, gap: int = 10) -> tuple[list[dict], list[dict], dict]:
     from constructions import abstaining_heads, relu_head, softmax_head
     from empirical.analysis import certificates
-    from proofs.certify import free
+    from proofs.certify.head import free
 
     soft = certificates.certify_network(softmax_head.build(d, beta), L)
     e = math.exp(beta)
@@ -303,5 +303,5 @@ def construction_certificates(d: int = 16, L: int = 16, beta: int = 10, gap: int
         "figures": []}
     table = {"title": f"Constructions certified over every input (d = {d}, L = {L})",
              "columns": ["head", "quantity", "certified", "closed form"], "rows": rows,
-             "note": "Certified: proofs.certify (softmax), proofs.certify.free (ReLU), abstaining_heads.certified_point."}
+             "note": "Certified: proofs.certify (softmax), proofs.certify.head.free (ReLU), abstaining_heads.certified_point."}
     return [table], [claim], {"softmax": soft, "relu": relu}

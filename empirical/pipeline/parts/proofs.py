@@ -82,7 +82,7 @@ def _own_evidence(v, prefix: str) -> list[str]:
             if e.startswith(f"{argued}{prefix}")]
     bound, ratio = {"(a)": ("f_pre", "pre_ratio"), "(b)": ("f_all", "after_ratio")}.get(prefix, (None, None))
     if bound:  # the same family rows the statement's check compares with f
-        from proofs.t1_single_layer_sink import FAMILY_BETAS, FAMILY_L, family_table
+        from proofs.statements.t1_single_layer_sink import FAMILY_BETAS, FAMILY_L, family_table
 
         ratios = [r[ratio] for r in family_table(FAMILY_BETAS) if ratio in r]
         own.append(f"softmax family at L = {FAMILY_L}: (1 - a)/{bound} = {min(ratios):.3f}-{max(ratios):.3f} over "
@@ -137,7 +137,7 @@ def claims_for(verdicts: dict) -> list[dict]:
 
 def family_table_for_report(quick: bool) -> dict:
     """T1's f(eta) against the softmax family, as a report table."""
-    from proofs.t1_single_layer_sink import family_table
+    from proofs.statements.t1_single_layer_sink import family_table
 
     betas = (6, 8, 10, 12, 14) if quick else (6, 7, 8, 9, 10, 12, 14, 16, 20)
     rows = family_table(betas)

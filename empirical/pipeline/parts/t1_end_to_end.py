@@ -70,7 +70,8 @@ def certify_summary(summary: dict, workers: int = 1) -> list[dict]:
     from empirical.analysis import certificates
     from empirical.weights import networks_from_summary
 
-    from proofs.certify import heads, trigger_dual
+    from proofs.certify.arithmetic import heads
+    from proofs.certify.head.trigger import dual as trigger_dual
 
     L = summary["config"]["L"]
     items = networks_from_summary(summary, "worst-case summary")
@@ -129,9 +130,9 @@ def seed_table(results: list[dict], summary: dict) -> dict:
                      f"{cfg['witnesses']} worst inputs the certificate's float search finds, refreshed every "
                      f"{cfg['refresh']} steps. T1 check: consistent = every certified minimum >= T1's bound at eta_up; "
                      "T1 (b) needs eta <= 1/120 = 0.00833, (a) eta <= 1/12. eta_up is certified over every input: at "
-                     "the trigger by proofs.certify.trigger_vertices (every trigger content; keys' weights tied to their "
+                     "the trigger by proofs.certify.head.trigger.vertices (every trigger content; keys' weights tied to their "
                      "contents) where that is below the box relaxation, whose eta_up alone the next column gives. The "
-                     "witness-slice column: proofs.certify.trigger_dual's bound over every input whose trigger sits where "
+                     "witness-slice column: proofs.certify.head.trigger.dual's bound over every input whose trigger sits where "
                      "eta_lo's witness's does, with the witness's trigger content, over eta_lo.")}
 
 
@@ -181,7 +182,7 @@ def position_table(results: list[dict]) -> dict:
 
 def claims(results: list[dict], figures: list[str]) -> list[dict]:
     from empirical.pipeline.parts.certificate_tables import eta_pairs
-    from proofs.certify import t1
+    from proofs.certify.head import t1
 
     if not results:
         return []
@@ -214,7 +215,7 @@ def claims(results: list[dict], figures: list[str]) -> list[dict]:
                   "worst-case trained head",
          "verdict": ratio_verdict(ratios),
          "evidence": (f"eta_up / eta_lo per seed {', '.join(_fmt(x, 3) for x in ratios)} (eta_up certified over every "
-                      "input, at the trigger by the bound over every trigger content, proofs.certify.trigger_vertices; by "
+                      "input, at the trigger by the bound over every trigger content, proofs.certify.head.trigger.vertices; by "
                       f"the box relaxation alone {', '.join(_box_ratio(r['certificate']['eta']) for r in results)}); over the "
                       "inputs that share the witness's trigger position and trigger content: "
                       f"{', '.join(_fixed_ratio(r) for r in results)}"),

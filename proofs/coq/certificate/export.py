@@ -1,4 +1,4 @@
-"""A single-layer softmax head's minimum BOS mass as a Coq certificate (issue 31, item 4).
+"""A single-layer softmax head's minimum BOS mass as a Coq certificate.
 
 ``build(net, L)`` covers the query's content box [-1, 1]^n by a bisection tree and bounds, on
 each leaf, the exp of the score gap (key score minus BOS score) of the three kinds of key a
@@ -12,7 +12,7 @@ most) until that sum is within ``tol`` of the best value the certified branch an
 (``proofs.certify``) attains, or ``max_leaves`` is reached; the figure is q = 1/(1 + Rc) rounded
 down. ``coq_text`` writes the certificate as one .v file.
 
-Why not the branch and bound's own leaves: ``proofs.certify.branch`` reduces monotone
+Why not the branch and bound's own leaves: ``proofs.certify.arithmetic.branch`` reduces monotone
 coordinates to faces and splits convex ones into faces, so its leaves do not cover the box;
 each reduction would need its monotonicity or convexity proved in Coq. A covering needs neither.
 """
@@ -190,7 +190,7 @@ def _halves(box, k: int):
 def single_head_form(net: reference.Network) -> tuple[list[list[int]], int]:
     """(N, D) with M = W_Q^T W_K = N / D of a single-layer, single-head softmax network, exactly
     (D the least common denominator)."""
-    from proofs.certify import exact, heads
+    from proofs.certify.arithmetic import exact, heads
 
     if net.kind != "softmax":
         raise BadInput(f"the Coq certificate covers softmax heads; got kind {net.kind!r}")
@@ -204,7 +204,8 @@ def branch_and_bound_targets(net: reference.Network, L: int) -> tuple[float, flo
     """The sums the certified branch and bound attains at the worst queries: the largest at a
     non-trigger query (L - 1, trigger earlier: L - 3 content keys, the trigger, the query itself)
     and the smallest at the trigger (j = 2: one content key and the trigger itself)."""
-    from proofs.certify import branch, heads, sink
+    from proofs.certify.arithmetic import branch, heads
+    from proofs.certify.head import sink
 
     h = heads.head_maps(net)
     after, _, _ = sink.objective(h, L - 1, "after")

@@ -1,4 +1,4 @@
-"""Certified worst case of a single head's sink over EVERY input of the task (issue 12, item 1).
+"""Certified worst case of a single head's sink over EVERY input of the task.
 
 At a non-trigger query i the keys other than BOS are i - 1 content tokens and the query itself
 when the trigger comes later ("before": i < j, needs i <= L - 2), or i - 2 content tokens, the
@@ -29,7 +29,7 @@ import numpy as np
 
 from constructions import attention, reference, task
 
-from . import branch, heads, replay
+from ..arithmetic import branch, heads, replay
 
 CASES = ("before", "after", "trigger")
 
@@ -102,7 +102,7 @@ class Replayer:
     (``tests/test_certify_scale.py``)."""
 
     def __init__(self, net: reference.Network, layer: int = 0, head: int = 0):
-        from .exact import IntMatrix
+        from ..arithmetic.exact import IntMatrix
 
         L = net.layers[layer]
         self.kind = net.kind
@@ -111,7 +111,7 @@ class Replayer:
         self._k: dict = {}
 
     def _project(self, cache: dict, W, x):
-        from .exact import IntVector
+        from ..arithmetic.exact import IntVector
 
         key = tuple(x)
         if key not in cache:
@@ -133,7 +133,7 @@ class Replayer:
         """(|error|, r) at query i of the exact input X (trigger j), the coordinate r whose interval
         has the largest lower end: output sum_k a_ik (V x_k)_r with V = W_O W_V exact (``h.V_int``)
         and the target of ``constructions.task.target`` (single layer, no residual)."""
-        from .exact import IntVector
+        from ..arithmetic.exact import IntVector
 
         a = self.weights(X, i)
         images = [h.V_int.apply(IntVector.of([heads.exact(v) for v in X[k]])).fractions() for k in range(i + 1)]

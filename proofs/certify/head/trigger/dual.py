@@ -1,6 +1,6 @@
-"""A bound at one trigger query whose content is fixed, each key's weight tied to its own content
-(issue 17, item 2): ``fixed_query_bound`` at one trigger content (the report's witness-slice
-column), and the pieces ``trigger_vertices`` evaluates at every point of its grid of contents.
+"""A bound at one trigger query whose content is fixed, each key's weight tied to its own content:
+``fixed_query_bound`` at one trigger content (the report's witness-slice
+column), and the pieces ``vertices`` evaluates at every point of its grid of contents.
 
 ``error.trigger_bound_box`` relaxes each content key's weight and its content independently.
 On the trained single-layer heads that is most of the gap between eta_up and eta_lo: with the
@@ -46,7 +46,7 @@ breakpoints, where the crossing can lie). Float64, with an a-priori rounding all
 
 What ``fixed_query_bound`` certifies: at trigger position j and trigger content q, every input's
 max-abs error is at most the bound (the smaller of this bound and ``error.trigger_bound_box`` at
-the same query). ``trigger_vertices`` extends it over every trigger content.
+the same query). ``vertices`` extends it over every trigger content.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ import numpy as np
 
 from constructions import task
 
-from . import error, heads, native
+from .. import error
+from ...arithmetic import heads, native
 
 CELLS = 8  # equal cells of the normaliser D to start from, one lambda each
 SPLITS = 24  # halvings of a row's worst cell (the bound loses about in proportion to a cell's width)
@@ -123,7 +124,7 @@ def dual_min(beta, eps, alpha0, alpha1, g, h, Y, Tn, Tp, sizes=False, multiplier
     |beta_l| and of |beta_l| x_kl in that order, and a crossing's value is the linear interpolation
     between its two candidates."""
     compiled = native.kernels()
-    if compiled is not None:  # the same computation compiled (proofs/certify/dual.c; tests/test_native.py)
+    if compiled is not None:  # the same computation compiled (proofs/certify/arithmetic/dual.c; tests/test_native.py)
         best, size, mu = compiled.dual_min(beta, eps, alpha0, alpha1, g, h, Y, Tn, Tp, multipliers)
         return (best, size, mu) if multipliers else (best, size)
     B, n = alpha1.shape[0], g.shape[1]

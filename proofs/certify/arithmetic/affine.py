@@ -1,5 +1,5 @@
-"""Affine forms of a residual stream in the input contents, with interval remainders (issue 17,
-item 3): the domain that keeps the correlation between heads and layers in ``stack``.
+"""Affine forms of a residual stream in the input contents, with interval remainders: the domain
+that keeps the correlation between heads and layers in ``affine_stack``.
 
 For one trigger position j the inputs are the contents u = (c_1, ..., c_{L-1}) in [-1, 1]^N,
 N = (L - 1) n, token t owning the columns ``columns(n, t)``. Every stream vector is enclosed as

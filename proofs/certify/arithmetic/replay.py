@@ -59,7 +59,7 @@ WIDE_DIGITS = 34  # interval precision of ``wide_ends`` (113 bits)
 
 def wide_ends(compute) -> tuple[float, float]:
     """Floats (lo, hi) enclosing the interval ``compute()``. mpmath 1.3's interval log and exp are
-    not outward at 53 bits (log(1 + 2^-52) and exp(2^-40) come out one ulp inside: issue 35), so
+    not outward at 53 bits (log(1 + 2^-52) and exp(2^-40) come out one ulp inside), so
     ``compute`` runs at WIDE_DIGITS digits and each end then moves one more float outward: an
     error below a float's ulp at that precision cannot put an end inside."""
     import math

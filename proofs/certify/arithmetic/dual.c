@@ -1,19 +1,19 @@
-/* The two inner loops of the trigger bounds (proofs/certify/trigger_dual.py, trigger_vertices.py),
+/* The two inner loops of the trigger bounds (proofs/certify/head/trigger/dual.py, vertices.py),
  * compiled for the host by proofs/certify/native.py. Plain IEEE double arithmetic: no -ffast-math,
  * no contraction of a * b + c into one rounding (-ffp-contract=off), so every operation is the
  * rounded operation of the numpy code it replaces and the same a-priori rounding allowance covers
  * it (Higham's bounds hold in any order of summation). The numpy code stays the reference: the
  * tests hold these to it.
  *
- * dual_min: trigger_dual.dual_min, the dual bound on one key's maximum, per element and slice:
+ * dual_min: trigger.dual.dual_min, the dual bound on one key's maximum, per element and slice:
  * the breakpoints of both slice ends and 0 (and one far candidate each side) sorted together,
  * each end's dual at every candidate from prefix sums, crossings of the two ends between
  * consecutive candidates, the smallest of the larger end.
  *
- * screen_cells: trigger_vertices.Row._cells, the bound at (cell, point) pairs with lambda per
+ * screen_cells: trigger.vertices.Row._cells, the bound at (cell, point) pairs with lambda per
  * pair and mu per cell (optionally moved with lambda): l1 norms of affine functions of beta(q).
  *
- * bound_over: trigger_grid.bound_over's search over the refined grid (at the end of this file). */
+ * bound_over: trigger.grid.bound_over's search over the refined grid (at the end of this file). */
 
 #include <math.h>
 #include <stddef.h>
@@ -88,7 +88,7 @@ static double slice_min(int n, const double *beta, double eps, double alpha0, do
     return best;
 }
 
-/* trigger_dual.dual_min: per element b and slice s, slice_min; the largest over the slices. beta
+/* trigger.dual.dual_min: per element b and slice s, slice_min; the largest over the slices. beta
  * [B, n] (beta_per) or [n]; Y, Tn, Tp [B, S, 2] (slices_per) or [S, 2]; mu may be NULL. */
 void dual_min(long B, int n, int S, int beta_per, int slices_per, const double *beta, double eps,
               const double *alpha0, const double *alpha1, const double *g, const double *h,
@@ -180,8 +180,8 @@ double screen_cells(int C, long P, int n, int S, const double *Xa, const double 
     return size;
 }
 
-/* bound_over: trigger_grid.bound_over's depth-first search over the refined grid, the same
- * operations in the same order as the numpy code (trigger_grid._search, the reference): a node's
+/* bound_over: trigger.grid.bound_over's depth-first search over the refined grid, the same
+ * operations in the same order as the numpy code (trigger.grid._search, the reference): a node's
  * cheap bound base + max U + tail[k] + room; a leaf's refined grid built axis by axis from the last
  * (a middle is ((a + b) * 0.5) + kappa w w / 4), plus base; children ordered by their bound, ties
  * in order (ends, then middles: Python's stable sort); a middle child's array (a + b) / 2. The hot

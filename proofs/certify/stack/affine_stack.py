@@ -1,5 +1,5 @@
-"""Certified per-head BOS mass of a residual stack over EVERY input (issue 12, item 4; issue 17,
-item 3: bounds that keep the correlation between heads and layers).
+"""Certified per-head BOS mass of a residual stack over EVERY input, by bounds that keep
+the correlation between heads and layers.
 
 The input class is split by the trigger position j (the one discrete structure; no positional
 encoding, so nothing else is). For each j the stream is carried as affine forms in all the input
@@ -33,7 +33,9 @@ import numpy as np
 
 from constructions import reference
 
-from . import affine, branch, heads, replay, scores, sink
+from ..arithmetic import affine, branch, heads, replay
+from . import scores
+from ..head import sink
 
 SINK_LEVEL = 0.5
 QUERY_NODES = 300  # boxes per query of the BOS-mass search (its bound is certified anyway)

@@ -1,6 +1,6 @@
 """Question (b), the candidate two-layer construction: where it breaks.
 
-The family F (issue 19's candidate, widened): two residual layers with one softmax head each;
+The family F (the candidate construction of question (b), widened): two residual layers with one softmax head each;
 layer 1's scores read only the flags; layer 2's scores do not read the contents (its weights are
 the same for every content); both value maps send the content coordinate to itself times mu_1,
 mu_2 and write contents nowhere else; anything on the flags (layer 1 may write position-dependent
@@ -14,7 +14,7 @@ error exactly 0 at L >= 6. Steps (all checked):
 
 1. Before the trigger layer 1 is uniform: A_1[i, k] = 1/(P + i). For any weights A_2[i, k] = w_ik,
    T[i, k] - T[i, k+1] = mu_2 (w_ik (1 + mu_1/(P + k)) - w_i,k+1), so exact cancellation forces
-   w_i,k+1 / w_ik = R_k = (P + k + mu_1)/(P + k), the issue's A_2[i, k] = c_i / G_{k-1}; and
+   w_i,k+1 / w_ik = R_k = (P + k + mu_1)/(P + k), i.e. A_2[i, k] = c_i / G_{k-1}; and
    T[i, i] = 0 forces mu_1 != 0 (w_ii = -mu_1/(mu_2 (P + i + mu_1)) is a softmax weight, so > 0).
 2. Layer 1's output at a key k before the trigger is M_1 (P e_BOS + sum_{m<=k} x_m)/(P + k), so
    X^1_k's non-content coordinates are U + f_k V with f_k = k/(P + k) (exact evaluator, generic

@@ -1,6 +1,6 @@
-"""Certified per-head BOS mass of a softmax residual stack over EVERY input, by zonotopes (issue 33).
+"""Certified per-head BOS mass of a softmax residual stack over EVERY input, by zonotopes.
 
-The same input classes as ``stack`` (one per trigger position j; the contents u in [-1, 1]^N are
+The same input classes as ``affine_stack`` (one per trigger position j; the contents u in [-1, 1]^N are
 the first N symbols, ``affine.inputs``), but the stream is a ``zonotope.Zono``: every remainder
 a layer leaves becomes a fresh symbol (``zonotope.fresh``), so the next layer's scores, weights
 and outputs carry it as one shared quantity instead of an independent interval per coordinate.
@@ -19,7 +19,7 @@ Per head and query i (DeepT, Bonaert et al. PLDI 2021):
   weights' ends; summed over heads and added to the stream;
 - ``certify_stack(boxes=B)``: a best-first branch and bound on the contents, B classes per j.
 
-A head's figure is the minimum over j and the non-trigger queries; ``non_vacuous`` as in ``stack``.
+A head's figure is the minimum over j and the non-trigger queries; ``non_vacuous`` as in ``affine_stack``.
 Softmax only (the trained stacks'); the figures are floats with the a-priori allowances of
 ``zonotope`` (tests/test_zono_stack.py holds them below every grid input of tiny stacks).
 """
@@ -34,10 +34,10 @@ import numpy as np
 
 from constructions import reference
 
-from . import affine, heads
-from .stack import SINK_LEVEL
-from . import zonotope as zt
-from .affine import RELATIVE_SLACK, TINY
+from ..arithmetic import affine, heads
+from .affine_stack import SINK_LEVEL
+from ..arithmetic import zonotope as zt
+from ..arithmetic.affine import RELATIVE_SLACK, TINY
 
 
 def inputs(d: int, L: int, j: int) -> zt.Zono:

@@ -1,6 +1,6 @@
-"""T1 end to end (issue 12, item 3): the project's T1 applied to a head with its certified eta_up.
+"""T1 end to end: the project's T1 applied to a head with its certified eta_up.
 
-T1 (``proofs.t1_single_layer_sink``): a single softmax head with worst-case max-abs error eta has
+T1 (``proofs.statements.t1_single_layer_sink``): a single softmax head with worst-case max-abs error eta has
 (a) a_i0 >= 1 - f_pre(eta) before the trigger (L >= 4, eta <= 1/12) and (b) a_i0 >= 1 - f_all(eta)
 at every non-trigger query (L >= 5, eta <= 1/120). f is increasing, so eta <= eta_up gives
 a_i0 >= 1 - f(eta_up): a lower bound on the BOS mass from the error alone. Per query it is set
@@ -24,7 +24,7 @@ import sympy
 
 from constructions.numbers import fraction_down
 
-from .. import t1_single_layer_sink as t1
+from ...statements import t1_single_layer_sink as t1
 
 PRE_MAX = Fraction(1, 12)
 ALL_MAX = Fraction(1, 120)

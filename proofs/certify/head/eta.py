@@ -18,7 +18,9 @@ from typing import Any
 
 from constructions import reference
 
-from . import error, heads, trigger_points, trigger_vertices, witness
+from . import error, witness
+from ..arithmetic import heads
+from .trigger import points as trigger_points, vertices as trigger_vertices
 
 
 TARGET_RATIO = 1.1  # the default eta_up / eta_lo the vertex bound refines to (sinks certify --target-ratio)

@@ -1,4 +1,4 @@
-"""Zonotopes with an interval remainder: the correlation-keeping domain of ``zono_stack`` (issue 33).
+"""Zonotopes with an interval remainder: the correlation-keeping domain of ``zono_stack``.
 
 A value (any array shape S) is enclosed as
 

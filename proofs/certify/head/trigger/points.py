@@ -1,11 +1,11 @@
 """The grid of trigger contents at one trigger position and a fixed-query bound at each of its
-points (issue 17, item 2; ``trigger_vertices`` drives them).
+points (``vertices`` drives them).
 
 ``Position`` holds what one trigger position j shares across rows (the content-content block
 N = M[C, C], the ranges of the score spread U and of the normaliser D over the whole content box,
 the BOS and own-key exponents); ``Row`` one (coordinate r, sign s) row of the error: its grid
 (every vertex of the content box, a coordinate along which the error bends much on more levels:
-``pieces``) and, per point q, bounds from ``trigger_dual``'s identity
+``pieces``) and, per point q, bounds from ``dual``'s identity
 
     s E <= max over the cell's ends of  P(q) + lambda D + (j - 1) (K(beta(q)) - s t_f / j),
 
@@ -15,12 +15,12 @@ valid for every lambda and every multiplier mu of the one-key maximum K, in risi
   (``Row.fit``) and reused at every point at once (each slice end's term is then an l1 norm of an
   affine function of beta(q)); with ``steps``, lambda searched per (cell, point) within
   LAMBDA_REACH and mu moved with it;
-- ``Row.own_bounds``: the point's own bound (``trigger_dual.refine_cells``);
+- ``Row.own_bounds``: the point's own bound (``dual.refine_cells``);
 - ``Row.single_key``: with one content key (j = 2) the key's score fixes D, and every point is
   bounded exactly but for SINGLE_SLICES slices, without cells.
 
 Cells are of X, the content keys' mean weight (D = W + (j - 1) X with W the BOS and own weights at
-the point), so one set of cells serves every point. Float64 with ``trigger_dual``'s rounding
+the point), so one set of cells serves every point. Float64 with ``dual``'s rounding
 allowance; weights at the points are enclosed from the exact-coefficient exponents (their slack
 included). Softmax only; n = d - 3 at most ``MAX_N`` (2^n points). The inner loops run compiled
 where they can (``native``).
@@ -32,7 +32,9 @@ import numpy as np
 
 from constructions import task
 
-from . import error, heads, native, trigger_dual as td, trigger_grid
+from .. import error
+from ...arithmetic import heads, native
+from . import dual as td, grid
 
 MAX_N = 16  # 2^n points per row: refused above this
 LAMBDA_REACH = 0.05  # a point's own lambda per cell is searched this far from the reference's
@@ -112,7 +114,7 @@ def pieces(kappa: np.ndarray, scale: float) -> list[int]:
 
 class Row:
     """One (coordinate r, sign s) row of the error at one trigger position: its value and target
-    constants, its curvature bounds (``trigger_grid.curvature``) and its grid of points (every
+    constants, its curvature bounds (``grid.curvature``) and its grid of points (every
     vertex; a coordinate where the error bends most cut into the fewest of PIECES whose midpoint
     remainder is at most REMAINDER of ``scale``)."""
 
@@ -123,7 +125,7 @@ class Row:
         self.v0, self.v1, self.vf, self.vC = V[r, task.BOS_FLAG], V[r, task.TRIGGER_FLAG], V[r, task.content_flag(d)], V[r, P.C]
         self.t1, self.tf, self.tC = er[task.TRIGGER_FLAG], er[task.content_flag(d)], er[P.C]
         self.k = r - task.CONTENT_START if r in P.C else None  # the row's own content coordinate
-        self.kappa = trigger_grid.curvature(P, self)
+        self.kappa = grid.curvature(P, self)
         self._grid([np.linspace(-1.0, 1.0, p + 1) for p in pieces(self.kappa, scale)])
 
     def _grid(self, levels: list[np.ndarray]) -> None:
@@ -170,7 +172,7 @@ class Row:
 
     def exact(self, idx, L, Xa, Xb, sizes: bool = False, multipliers: bool = False):
         """A batch of bounds [B]: point idx[b], cell [Xa[b], Xb[b]], lambda L[b], the exact minimum
-        over mu (``trigger_dual._key_bound``); with ``sizes`` also the largest absolute sums met [B],
+        over mu (``dual._key_bound``); with ``sizes`` also the largest absolute sums met [B],
         with ``multipliers`` also the minimising mu [2, B, slices]."""
         P, s = self.P, self.s
         out, size, mus = np.full(len(L), -np.inf), np.zeros(len(L)), []
@@ -186,8 +188,8 @@ class Row:
         return (out, size, np.array(mus)) if multipliers else ((out, size) if sizes else out)
 
     def own_bounds(self, idx: np.ndarray, splits: int, stop: float = -np.inf):
-        """Each point's own bound (``trigger_dual.refine_cells`` over X with the exact minimum over
-        mu: ``trigger_dual.CELLS`` equal cells, then ``splits`` halvings of each point's worst cell,
+        """Each point's own bound (``dual.refine_cells`` over X with the exact minimum over
+        mu: ``dual.CELLS`` equal cells, then ``splits`` halvings of each point's worst cell,
         none once it is at or below ``stop``), rounding allowance included; and the cells (Xa, Xb,
         lambda, each [points, cells])."""
         idx = np.asarray(idx)
@@ -278,7 +280,7 @@ class Row:
         enclosures; the error moves by at most (largest |y_a - y_b|) / D times their widths within
         them) and z = e^u / (W + e^u), s E = (1 - z) A / W + z y(c) - t_o - t(c): for fixed z linear
         in the key's content c, with u = log W + log z - log(1 - z) = beta(q) . c. Over a slice of z
-        the dual with one mu (``trigger_dual.dual_min``, alpha0 + alpha1 z + mu u(z) +
+        the dual with one mu (``dual.dual_min``, alpha0 + alpha1 z + mu u(z) +
         sum_l |z g_l + h_l - mu beta_l|) is convex in z where mu u(z) is (mu >= 0 where z >= 1/2,
         mu <= 0 where z <= 1/2) and otherwise bounded by its tangent, so its largest value is at the
         slice's ends; 1/2 is a slice edge where it lies in z's range."""

@@ -1,4 +1,4 @@
-"""What T2 leaves: the questions of the trust issue, each a registered statement.
+"""What T2 leaves: its open questions, each a registered statement.
 
 (a) ``t2_sink_at_some_query`` (refuted). "For every H >= 2 and L >= 4, a softmax layer of H heads
     with worst-case error eta has some head whose BOS mass at some query i >= 1 (the trigger

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Mapping
 
 from constructions.errors import BadInput
 
-from .verdict import Verdict, run_statuses
+from ..statements.verdict import Verdict, run_statuses
 
 STATEMENT_MODULES = (
     "softmax_rows_on_simplex",
@@ -77,11 +77,11 @@ def statements() -> dict[str, Statement]:
     """Every registered statement by name: the modules' statements, then the planted controls."""
     table: dict[str, Statement] = {}
     for module in STATEMENT_MODULES:
-        mod = importlib.import_module(f"proofs.{module}")
+        mod = importlib.import_module(f"proofs.statements.{module}")
         specs = mod.STATEMENTS if hasattr(mod, "STATEMENTS") else ((mod.NAME, mod.check, mod.CITES),)
         for name, check, cites in specs:
             table[name] = Statement(name, check, tuple(cites))
-    from .planted_false_statements import CONTROLS
+    from ..statements.planted_false_statements import CONTROLS
 
     table.update({name: Statement(name, check) for name, check in CONTROLS.items()})
     return table
@@ -132,8 +132,8 @@ def run(names: Iterable[str] | None = None, table: Mapping[str, Statement] | Non
     ``proofs.coq.kernel.KernelReport``; by default the installed development's, compiled once per
     process and only when the run has such a statement): a failed check makes it ``unknown``,
     and so every statement citing it."""
-    from .coq import kernel as coq_kernel
-    from .coq.overlay import has_twin, with_kernel
+    from ..coq import kernel as coq_kernel
+    from ..coq.overlay import has_twin, with_kernel
 
     table = statements() if table is None else table
     wanted = list(table) if names is None else list(names)

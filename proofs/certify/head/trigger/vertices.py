@@ -1,9 +1,9 @@
 """A bound at one trigger position over EVERY trigger content, each key's weight tied to its own
-content (issue 17, item 2): ``trigger_dual``'s fixed-query bound at the points of a grid of
-trigger contents (``trigger_points``), and ``trigger_grid``'s curvature argument between them.
+content: ``dual``'s fixed-query bound at the points of a grid of
+trigger contents (``points``), and ``grid``'s curvature argument between them.
 
 Any lambda and any mu give a valid bound at a trigger content q, so bounds are computed at the
-points of a grid (``trigger_points.Row``). Each point's bound rises in precision while it is above
+points of a grid (``points.Row``). Each point's bound rises in precision while it is above
 the ``target`` (the caller's estimate of the worst case):
 
 1. screened with lambda per cell and mu per (cell end, cell, slice) fitted at the start content
@@ -16,9 +16,9 @@ the ``target`` (the caller's estimate of the worst case):
 4. the same with 48.
 
 With one content key (j = 2) ``Row.single_key`` bounds every point at once. Between the points the
-error's curvature in q is small (``trigger_grid.curvature``): the bound over the whole box is the
+error's curvature in q is small (``grid.curvature``): the bound over the whole box is the
 multilinear interpolation of the point bounds plus a remainder at the midpoints
-(``trigger_grid.bound_over``); while that is above the target the points it averages there are
+(``grid.bound_over``); while that is above the target the points it averages there are
 refined further, and where every point is below the target but the bound is not, the coordinate
 the remainder comes from is cut finer (``Row.halve``). If the remainders still decide, every point
 is screened again fitted at the box's centre and keeps the smaller of its bounds (``row_bound``).
@@ -32,8 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from . import error, heads, trigger_dual as td, trigger_grid
-from .trigger_points import MAX_POINTS, Position, Row
+from .. import error
+from ...arithmetic import heads
+from . import dual as td, grid
+from .points import MAX_POINTS, Position, Row
 
 SCREEN_STEPS = 10  # golden-section steps for a screened point's lambda per cell
 TARGET_SLACK = 0.02  # points are refined while above (1 + this) x the fixed-query bound at the best witness
@@ -68,7 +70,7 @@ def fitted_bound(P: Position, r: int, s: int, start, target: float, scale: float
     multipliers fitted at the start content (8 equal cells of X); screened with the start's
     multipliers after ``REF_SPLITS`` halvings, lambda searched per point and cell (fitted again at
     the largest point while many stay above the target); its own bound after ``REF_SPLITS``
-    halvings; after ``POINT_SPLITS``. Then, while ``trigger_grid``'s bound is above the target, the
+    halvings; after ``POINT_SPLITS``. Then, while ``grid``'s bound is above the target, the
     points that its entries above the target average go one stage further (computed in full,
     whatever the target); and where every point is below the target but the bound is not, the
     coordinate whose midpoint term its largest entry carries most is cut finer (``Row.halve``; the
@@ -120,12 +122,12 @@ def fitted_bound(P: Position, r: int, s: int, start, target: float, scale: float
         for st in (2, 3):
             advance(np.flatnonzero((bound > target) & (stage == st - 1)), target)
         for _ in range(GRID_ROUNDS):
-            figure, hot, where = trigger_grid.bound_over(bound.reshape(row.shape), row.widths, kappa, target)
+            figure, hot, where = grid.bound_over(bound.reshape(row.shape), row.widths, kappa, target)
             hot = hot[stage[hot] < len(computed) - 1]
             if figure <= target or not len(hot):
                 return figure, where
             advance(hot[np.argsort(-bound[hot])[:HOT_POINTS]], -np.inf)
-        return trigger_grid.bound_over(bound.reshape(row.shape), row.widths, kappa, target)[::2]
+        return grid.bound_over(bound.reshape(row.shape), row.widths, kappa, target)[::2]
 
     def settle_and_halve() -> tuple[float, tuple | None]:
         """``settle``, then cut a coordinate finer while only the midpoint remainders are above the target."""
@@ -246,7 +248,7 @@ def trigger_starts(h: heads.Head, L: int, found=None) -> dict[int, tuple[np.ndar
     """Per trigger position, the trigger content of the best typed input the witness search finds
     there and its (float) error: the start of the screening multipliers; ``found``: the search's
     result, if run already."""
-    from . import witness
+    from .. import witness
 
     starts: dict[int, tuple[np.ndarray, float]] = {}
     for t in found if found is not None else witness.search(h, L, kicks=witness.KICKS):

@@ -1,5 +1,5 @@
-"""From bounds at grid points to a bound over the whole content box of the trigger (issue 17,
-item 2): the error's curvature in the trigger content q, and the multilinear interpolation bound.
+"""From bounds at grid points to a bound over the whole content box of the trigger: the error's
+curvature in the trigger content q, and the multilinear interpolation bound.
 
 Fix every input but the trigger's content q (the keys' contents, their order, the trigger
 position j) and one output coordinate r with a sign s. The error f(q) = s (o_r - t_r) at the
@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from . import heads, native
+from ...arithmetic import heads, native
 
 MARGIN = 1e-6  # relative room on kappa for the rounding of its few float operations
 
@@ -47,8 +47,8 @@ def curvature(P, row, own: tuple[float, float] = (-1.0, 1.0)) -> np.ndarray:
     """kappa [n]: bounds on the negative part of d^2 (s E_r) / dq_i^2 over every input at trigger
     position P.j whose trigger content lies in the box (the row's own coordinate in ``own``).
 
-    ``P`` is a ``trigger_vertices.Position`` (exponents, weight enclosures over the box), ``row``
-    a ``trigger_vertices.Row`` (value and target pieces of (r, s)). The own key's two terms are
+    ``P`` is a ``vertices.Position`` (exponents, weight enclosures over the box), ``row``
+    a ``vertices.Row`` (value and target pieces of (r, s)). The own key's two terms are
     taken as a_o (1 - a_o) times differences to the other tokens (y_o - ybar is the mean of
     y_o - y_k over the other tokens, weights a_k / (1 - a_o); likewise l'_o - l'bar)."""
     s, n, w = row.s, P.n, P.w_box

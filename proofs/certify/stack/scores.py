@@ -1,4 +1,4 @@
-"""A deeper layer's attention scores as functions of the query's own content (issue 17, item 3).
+"""A deeper layer's attention scores as functions of the query's own content.
 
 At query i the stream is z_i = x(c) + eta with x(c) = x0 + D c affine in the query's own content
 c in [-1, 1]^n (D: the columns of token i in the affine form, ``affine``) and eta = H u + e the rest
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .affine import RELATIVE_SLACK, TINY, Forms, columns
-from .heads import Exponent
+from ..arithmetic.affine import RELATIVE_SLACK, TINY, Forms, columns
+from ..arithmetic.heads import Exponent
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The trigger bounds' three inner loops as compiled code (``dual.c``), with the numpy code as the
 reference and the fallback: the dual per key, the screen per (cell, point), and the search over
-the refined grid (``trigger_grid.bound_over``).
+the refined grid (``trigger.grid.bound_over``).
 
 ``dual.c`` is compiled once per host with the C compiler (``$CC``, else ``gcc``, else ``cc``) by
 ``constructions.native`` (cached by a hash of the source, flags, compiler and CPU; written
@@ -44,7 +44,7 @@ _SLICES: dict[tuple[float, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def _slices(U: float, slices: int):
-    """edges, y = e^edges and the slices' middle y: the same numbers as trigger_dual's (cached)."""
+    """edges, y = e^edges and the slices' middle y: the same numbers as trigger.dual's (cached)."""
     key = (float(U), int(slices))
     if key not in _SLICES:
         edges = np.linspace(-U, U, slices + 1)
@@ -71,7 +71,7 @@ class Kernels:
         self.lib.bound_over.restype = d
 
     def dual_min(self, beta, eps, alpha0, alpha1, g, h, Y, Tn, Tp, multipliers: bool):
-        """trigger_dual.dual_min's (best [B], size [B], mu [B, S] or None)."""
+        """trigger.dual.dual_min's (best [B], size [B], mu [B, S] or None)."""
         beta, alpha0, alpha1, g, h = _c(beta), _c(alpha0), _c(alpha1), _c(g), _c(h)
         Y, Tn, Tp = _c(Y), _c(Tn), _c(Tp)
         B, n = g.shape
@@ -112,7 +112,7 @@ class Kernels:
 
     def bound_over(self, values: np.ndarray, widths, kappa, adds, tail, room: float, target: float, leaf: float,
                    hot_max: int):
-        """trigger_grid._search's (figure, hot [(value, refined-grid index)], where or None)."""
+        """trigger.grid._search's (figure, hot [(value, refined-grid index)], where or None)."""
         values, widths, kappa, adds, tail = _c(values), _c(widths), _c(kappa), _c(adds), _c(tail)
         n = values.ndim
         if not (widths.shape == kappa.shape == adds.shape == (n,) and tail.shape == (n + 1,) and n <= 64

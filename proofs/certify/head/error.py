@@ -1,4 +1,4 @@
-"""Worst-case max-abs error eta of a single head over EVERY input (issue 12, item 2).
+"""Worst-case max-abs error eta of a single head over EVERY input.
 
 eta_up, a certified upper bound, is the largest of three bounds (each over every input):
 
@@ -34,7 +34,7 @@ import numpy as np
 from constructions import reference, task
 from constructions.numbers import fraction_up
 
-from . import branch, heads, replay
+from ..arithmetic import branch, heads, replay
 
 TRIGGER_SPLITS = 64  # bisections of the worst (trigger position, query sub-box) in all
 

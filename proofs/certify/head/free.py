@@ -17,7 +17,7 @@ import numpy as np
 from constructions import reference, task
 from constructions.numbers import fraction_up
 
-from . import branch, heads
+from ..arithmetic import branch, heads
 
 
 def _bos_score_max(h: heads.Head, f: int) -> Fraction:

@@ -1,5 +1,5 @@
 """eta_lo: an input whose max-abs error is certainly large, found by a float search over typed
-inputs and replayed exactly (issue 17, item 2: a stronger witness search, at any d and L).
+inputs and replayed exactly, at any d and L.
 
 A head has no positional encoding, so at a query only the multiset of tokens it sees matters.
 The search works on *typed* inputs: the query (its own content c), ``m_hi`` keys of one content
@@ -27,7 +27,7 @@ import numpy as np
 
 from constructions import attention, reference, task
 
-from . import heads, replay
+from ..arithmetic import heads, replay
 
 ROUNDS = 12  # greedy flip rounds per start
 RANDOM_STARTS = 4  # random vertex starts per configuration
