@@ -1,7 +1,7 @@
 """Compile a C or C++ source for this host, once, and cache the library (for ``ctypes``).
 
 Shared by the training kernel (``empirical/training/compiled``) and the certificates' inner loops
-(``proofs/certify/native.py``). The library is named ``<stem>-<hash>.so`` in the caller's folder
+(``proofs/certify/arithmetic/native.py``). The library is named ``<stem>-<hash>.so`` in the caller's folder
 under the host cache (``$SINKS_CACHE_DIR``, default ``~/.cache/attention-sinks-verified``); the
 hash covers the source, the flags, the compiler and its version, the CPU model and the number of
 CPUs, so a changed source or another machine builds anew (``-march=native`` code is never loaded
