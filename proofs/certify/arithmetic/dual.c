@@ -1,5 +1,5 @@
 /* The two inner loops of the trigger bounds (proofs/certify/head/trigger/dual.py, vertices.py),
- * compiled for the host by proofs/certify/native.py. Plain IEEE double arithmetic: no -ffast-math,
+ * compiled for the host by native.py (this folder). Plain IEEE double arithmetic: no -ffast-math,
  * no contraction of a * b + c into one rounding (-ffp-contract=off), so every operation is the
  * rounded operation of the numpy code it replaces and the same a-priori rounding allowance covers
  * it (Higham's bounds hold in any order of summation). The numpy code stays the reference: the
