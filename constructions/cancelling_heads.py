@@ -25,7 +25,7 @@ outputs S_j sum_h n_h/(rho_h + j), and the target is S_j/j.
   instances' convention) the error is the cancelling pair's, S_j * trigger_factor(beta, j), and
   no head puts more than 1/2 on BOS at any query i >= 1; a trigger with content c_j adds about
   -c_j at the trigger. So the trigger's own content is what forces the sink of
-  ``proofs.t2_two_heads_flag_scores`` (its d3 rows), and (a') is false on instances where the
+  ``proofs.statements.t2_two_heads_flag_scores`` (its d3 rows), and (a') is false on instances where the
   trigger's content is fixed.
 - ``build_interpolating(d, L, rhos)``: sum_h n_h/(rho_h + j) = 1/j for every j in 2..L-1 and
   sum_h n_h = 0, solved exactly in rationals (``interpolation_weights``). The layer then has

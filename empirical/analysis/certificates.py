@@ -2,11 +2,11 @@
 
 ``certify_network(net, L)`` runs ``proofs.certify`` on one network: a single-layer single-head
 network gets the exact per-query worst case of its sink, eta_up / eta_lo and the T1 check; a stack
-gets the per-head bound of ``proofs.certify.stack`` (affine forms of the stream in the contents). ``measure(net, L)`` adds the BOS
+gets the per-head bound of ``proofs.certify.stack.affine_stack`` (affine forms of the stream in the contents). ``measure(net, L)`` adds the BOS
 mass measured on the 1,000 evaluation sequences of ``sinks train`` (trigger 7, same seed) and, for
 a single head, the per-example bound of ``empirical.training.bound``, per query position. A stack's
 certificate is the affine-form ("box") method by default; ``stack_method="zonotope"`` runs
-``proofs.certify.zono_stack`` instead (both are sound, neither dominates). ``heat_map``
+``proofs.certify.stack.zono_stack`` instead (both are sound, neither dominates). ``heat_map``
 draws the certified minimum beside the measured mean, per head and position.
 """
 
@@ -28,7 +28,7 @@ def is_single_head(net) -> bool:
 def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None = None,
                     stack_method: str = "box") -> dict[str, Any]:
     """Every certificate that applies to ``net`` (pure mathematics; no torch); ``vertex``: eta_up at
-    the trigger tightened by the bound over every trigger content (``proofs.certify.eta``), refined
+    the trigger tightened by the bound over every trigger content (``proofs.certify.head.eta``), refined
     until eta_up / eta_lo is at most ``target_ratio`` (None: ``eta.TARGET_RATIO``); a stack by
     ``stack_method`` (one of STACK_METHODS; single heads ignore it)."""
     from proofs.certify.head import eta, sink, t1

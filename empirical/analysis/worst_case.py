@@ -15,7 +15,7 @@ last bit), by worst-case fine-tuning:
 - each step's batch: ``batch`` fresh random sequences (the member's own data stream, continued)
   plus the witness pool, the loss the sum of the two MSEs;
 - the witness pool: every ``refresh`` steps the ``witnesses`` worst inputs of the current head
-  found by the certificate's own float search (``proofs.certify.witness.search``: typed inputs
+  found by the certificate's own float search (``proofs.certify.head.witness.search``: typed inputs
   at every query, vertices of the content box, greedy sign flips) are added to it (the newest
   ``pool`` kept): the head is trained on the inputs where it is worst.
 

@@ -3,7 +3,7 @@ and head, the evaluation error with the head's BOS attention removed (row renorm
 with BOS's value zeroed, against the error kept (``empirical.analysis.ablation``), next to the head's
 BOS mass.
 
-The theory (T2, ``proofs/t2_multi_layer_existential``) says no particular head of a stack must
+The theory (T2, ``proofs/statements/t2_multi_layer_existential``) says no particular head of a stack must
 sink; the ablation says which sinks training made the model rely on.
 """
 
