@@ -143,7 +143,7 @@ def test_print_assumptions_is_read_strictly():
     axioms, problem = kernel.parse_assumptions("Axioms:\nloop is assumed to be guarded.\nbad is assumed to be positive.\n")
     assert axioms == () and "loop is assumed to be guarded" in problem and "bad is assumed to be positive" in problem
     for garbage in ("", "Axioms\nx : False\n", "x : False\n", "Axioms:\nx : False\nsome other words here\n",
-                    "Axioms:\n  : False\n", "Axioms:\nx\n"):
+                    "Axioms:\n  : False\n", "Axioms:\nx\n", "Axioms:\nx\nSection Variables:\nv : nat\n"):
         assert "unreadable" in kernel.parse_assumptions(garbage)[1], garbage
 
 

@@ -45,18 +45,24 @@ def parse_assumptions(block: str) -> tuple[tuple[str, ...], str]:
     if not lines:
         return (), "unreadable Print Assumptions output: nothing printed"
     axioms, problems, header, entry, typed = [], [], None, None, False
+
+    def unreadable(at: str) -> tuple[tuple[str, ...], str]:
+        return tuple(axioms), f"unreadable Print Assumptions output at {at[:80]!r}"
+
     for line in lines:
         if line[0].isspace() or (line.startswith(":") and entry is not None and not typed):
             if entry is None or not (typed or line.lstrip().startswith(":")):
-                return tuple(axioms), f"unreadable Print Assumptions output at {line.strip()[:80]!r}"
+                return unreadable(line.strip())
             typed = True  # the type of the current entry goes on
             continue
+        if entry is not None and not typed:  # a name with no type before the next line
+            return unreadable(entry)
         if line.endswith(":") and line[:-1] in _HEADERS:
             header, entry = line[:-1], None
             continue
         flag, m = _FLAG.fullmatch(line), _ENTRY.fullmatch(line)
         if header is None or not (flag or m):
-            return tuple(axioms), f"unreadable Print Assumptions output at {line.strip()[:80]!r}"
+            return unreadable(line.strip())
         if flag:
             problems.append(f"{flag.group(1)} {flag.group(2)}")
             entry = None
@@ -67,7 +73,7 @@ def parse_assumptions(block: str) -> tuple[tuple[str, ...], str]:
         else:
             problems.append(f"{header}: {entry}")
     if entry is not None and not typed:
-        problems.append(f"unreadable Print Assumptions output: {entry} has no type")
+        return unreadable(entry)
     return tuple(axioms), "; ".join(problems)
 
 

@@ -206,17 +206,14 @@ def check(source: Path = COQ_DIR, timeout: float | None = None, theorems: list[s
         return report(False, f"timed out after {timeout:.0f} s (hard-killed)")
     if error:
         return report(False, error)
-    forbidden = f"forbidden in the source: {'; '.join(found)}" if found else ""
-    if found:  # an admitted proof or an axiom anywhere undermines every theorem
-        failed = {n: forbidden for n in theorems}
-    if not rechecked.ok:  # so does anything the independent re-checker refuses or cannot run
-        failed = {n: "; ".join(filter(None, (failed.get(n), rechecked.summary()))) for n in theorems}
-        forbidden = "; ".join(filter(None, (forbidden, rechecked.summary())))
-        found = found or [rechecked.summary()]
+    # what undermines every theorem: a forbidden sentence, or anything the re-checker refuses
+    development = ([f"forbidden in the source: {'; '.join(found)}"] if found else []) \
+        + ([] if rechecked.ok else [rechecked.summary()])
+    if development:
+        failed = {n: "; ".join(filter(None, (failed.get(n), *development))) for n in theorems}
     for name, why in unpinned.items():  # the kernel checked another statement than the pinned one
         failed[name] = "; ".join(filter(None, (failed.get(name), f"not the pinned statement: {why}")))
-    reasons = ([forbidden] if found else []) + [f"{n}: {why}" for n, why in failed.items()
-                                                if not found or n in unpinned]
+    reasons = development + [f"{n}: {why}" for n, why in failed.items() if not development or n in unpinned]
     return report(not reasons, "; ".join(reasons), assumptions=assumptions, statements=statements, failed=failed,
                   scope=scope, unpinned=unpinned, recheck=rechecked.to_dict())
 

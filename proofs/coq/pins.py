@@ -132,7 +132,7 @@ def generate(coqc: str, build: Path, theorems: list[str], modules: list[str], de
     record = {t: {"constant": located[t], "type": text} for t, text in zip(theorems, outputs)}
     definitions = print_closure(coqc, build, modules, references_of(outputs, modules), deadline)
     return {"coqc": coqc_version(coqc), "printing": " ".join(PRINTING) + " Every module Required, none Imported.",
-            "python": python_side(), "theorems": record, "definitions": dict(sorted(definitions.items()))}
+            "python": python_side(), "theorems": record, "definitions": definitions}
 
 
 def closure(name: str, pinned: dict, modules: list[str]) -> list[str]:

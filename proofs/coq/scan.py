@@ -19,7 +19,7 @@ from .source import sentences
 _FORBIDDEN = re.compile(
     r"\b(Admitted|admit|Admit\s+Obligations|Axioms?|Parameters?|Conjectures?)\b"
     r"|\bUnset\s+(Guard|Positivity|Universe)\s+Checking\b|\bbypass_check\b|\bDeclare\s+ML\s+Module\b"
-    r"|\b(typing|bypass_check)\s*\(")
+    r"|\btyping\s*\(")
 # Attributes and modifiers that may stand before a vernacular command.
 _PREFIX = re.compile(r"^(?:#\[[^\]]*\]\s*|(?:Local|Global|Polymorphic|Monomorphic|Private|Program)\s+)*")
 _SECTION_LOCAL = re.compile(r"(Variables?|Hypothes[ie]s|Context)\b")
