@@ -30,7 +30,7 @@ Verification (``verify``), for a length L and all trigger positions j:
   resp. a content coordinate with x_kc = sign(a_ik - w_ik); the flag coordinates are dominated).
 - Exact: with the gap g = log E (softpick: log(1 + E)) for a positive symbol E, sympy turns every weight into an
   algebraic function of E; ``sympy.limit`` shows each tends to its target weight as E -> oo.
-- Certified: for numeric gaps, the same pattern in interval arithmetic (mpmath.iv) gives a
+- Certified: for numeric gaps, the same pattern in ball arithmetic (Arb) gives a
   rigorous upper bound on the worst-case error and on the BOS mass: the trade-off curve.
 """
 
@@ -48,20 +48,20 @@ FLAGS = (task.BOS_FLAG, task.TRIGGER_FLAG)  # plus content_flag(d)
 
 
 def _numbers(gap: Any) -> tuple[Any, Any, Any]:
-    """(zero, one, gap) in the number type of ``gap``: Fraction, sympy or mpmath interval."""
+    """(zero, one, gap) in the number type of ``gap``: Fraction, sympy or Arb ball."""
     if isinstance(gap, (int, Fraction)) and not isinstance(gap, bool):
         if not gap > 0:
             raise BadInput(f"construction field 'gap' must be > 0, got {gap!r}")
         return Fraction(0), Fraction(1), Fraction(gap)
-    if type(gap).__module__.startswith("mpmath"):
-        from mpmath import iv
+    from . import balls
 
-        return iv.mpf(0), iv.mpf(1), gap
+    if balls.is_ball(gap):
+        return balls.ball(0), balls.ball(1), gap
     import sympy
 
     if isinstance(gap, sympy.Basic):
         return sympy.Integer(0), sympy.Integer(1), gap
-    raise BadInput(f"construction field 'gap' must be an int, Fraction, sympy or mpmath.iv number, got {gap!r}")
+    raise BadInput(f"construction field 'gap' must be an int, Fraction, sympy number or Arb ball, got {gap!r}")
 
 
 def _matrix(d: int, zero: Any, entries: dict[tuple[int, int], Any]) -> list[list[Any]]:
@@ -245,13 +245,20 @@ class CurvePoint:
 
 
 def certified_point(name: str, gap: float, L: int, d: int = 4) -> CurvePoint:
-    """Interval-arithmetic bounds (mpmath.iv) at one numeric gap, over every trigger position
+    """Ball-arithmetic bounds (Arb, ``balls``) at one numeric gap, over every trigger position
     and every input of length L with content in [-1, 1]. Each figure is an interval's upper end
-    rounded toward +inf (``numbers.interval_up``), whatever the interval context's precision."""
-    from mpmath import iv
+    rounded toward +inf (``numbers.interval_up``), at Arb's working precision ``balls.WORK_BITS``."""
+    from . import balls
+
+    with balls.precision():
+        return _certified_point(name, gap, L, d)
+
+
+def _certified_point(name: str, gap: float, L: int, d: int) -> CurvePoint:
+    from . import balls
 
     ops = attention.ops("interval")
-    net = get(name).build(d, iv.mpf(gap))
+    net = get(name).build(d, balls.ball(gap))
     err = bos = row = 0.0
     for j in range(2, L):
         P = pattern(net, L, j, ops)

@@ -5,7 +5,7 @@ A kind maps one query's scores over the keys it sees to attention weights. It ha
 that must agree (a test holds them equal):
 
 - ``exact(scores, i, ops, extras)``: scalar form on a Python list ``scores[0..i]`` for query
-  ``i``, over a numeric backend ``ops`` (fractions, sympy, z3, floats, mpmath, mpmath intervals). A backend that
+  ``i``, over a numeric backend ``ops`` (fractions, sympy, z3, floats, mpmath, Arb balls). A backend that
   cannot represent an operation raises ``NotExpressible``; nothing is approximated silently.
 - ``torch(scores, mask, extras)``: batched form on ``scores`` whose last dimension is the keys
   (e.g. [..., H, L, L], queries x keys, or the model's [..., L, H, L]) with a causal ``mask``
@@ -111,15 +111,11 @@ def _mpmath_ops() -> Ops:
 
 
 def _interval_ops() -> Ops:
-    """mpmath.iv: rigorous interval arithmetic, so each result certainly contains the true value
-    (certified bounds of the abstaining heads, witness replays of ``proofs.certify``)."""
-    from mpmath import iv
+    """Arb balls (``balls``): rigorous ball arithmetic, so each result certainly contains the true
+    value (certified bounds of the abstaining heads, witness replays of ``proofs.certify``)."""
+    from . import balls
 
-    def relu(x):  # the image of [a, b] is [max(a, 0), max(b, 0)]
-        x = iv.mpf(x)
-        return iv.mpf([max(x.a, 0), max(x.b, 0)])
-
-    return Ops("interval", iv.mpf(0), iv.mpf(1), exp=iv.exp, relu=relu, sigmoid=lambda x: 1 / (1 + iv.exp(-x)))
+    return Ops("interval", balls.ball(0), balls.ball(1), exp=balls.exp, relu=balls.relu, sigmoid=balls.sigmoid)
 
 
 _BACKENDS: dict[str, Callable[[], Ops]] = {

@@ -12,28 +12,18 @@ def exact_div(x: Any, n: int) -> Any:
 
 
 def interval_up(x: Any) -> float:
-    """The smallest float >= the interval (or number) ``x``: its upper end rounded toward +inf.
+    """The smallest float >= the ball (or number) ``x``: its upper end rounded toward +inf
+    (``balls.up``)."""
+    from . import balls
 
-    ``float()`` of an mpmath end rounds to nearest, so with more than 53 bits in the interval
-    context it lands below an upper end about half the time; a certified figure must never."""
-    import math
-
-    from mpmath import iv
-
-    hi = x.b if hasattr(x, "b") else iv.mpf(x).b
-    f = float(hi)
-    return f if iv.mpf(f).a >= hi else math.nextafter(f, math.inf)
+    return balls.up(x)
 
 
 def interval_down(x: Any) -> float:
-    """The largest float <= the interval (or number) ``x``: its lower end rounded toward -inf."""
-    import math
+    """The largest float <= the ball (or number) ``x``: its lower end rounded toward -inf."""
+    from . import balls
 
-    from mpmath import iv
-
-    lo = x.a if hasattr(x, "a") else iv.mpf(x).a
-    f = float(lo)
-    return f if iv.mpf(f).b <= lo else math.nextafter(f, -math.inf)
+    return balls.down(x)
 
 
 def fraction_up(q: Fraction) -> float:
@@ -52,32 +42,10 @@ def fraction_down(q: Fraction) -> float:
     return f if Fraction(f) <= q else math.nextafter(f, -math.inf)
 
 
-class interval_digits:
-    """``with interval_digits(30): ...``: the mpmath interval context at (at least) that many
-    digits inside the block, its previous precision restored on leaving it, even on error.
-    (mpmath 1.3's ``iv`` has no ``workdps``; this is the scoped equivalent, so no verifier
-    changes the precision that other interval users see.)"""
-
-    def __init__(self, dps: int):
-        self.dps = dps
-
-    def __enter__(self):
-        from mpmath import iv
-
-        self.saved = iv.prec
-        iv.dps = max(iv.dps, self.dps)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        from mpmath import iv
-
-        iv.prec = self.saved
-
-
 def exact_value(x: Any, side: str) -> Fraction | float | None:
     """``x`` as an exact Fraction (a float, int, Fraction, Decimal, sympy Rational/Float or
-    mpmath mpf exactly as stored); an mpmath interval gives its lower end for ``side="down"``,
-    its upper end for ``"up"``. None stays None; nan and the infinities come back as floats."""
+    mpmath mpf exactly as stored); an Arb ball or mpmath interval gives its lower end for
+    ``side="down"``, its upper end for ``"up"``. None stays None; nan and the infinities come back as floats."""
     import math
     from decimal import Decimal
 
@@ -87,6 +55,10 @@ def exact_value(x: Any, side: str) -> Fraction | float | None:
         return x if not math.isfinite(x) else Fraction(x)
     if isinstance(x, Decimal):
         return float(x) if not x.is_finite() else Fraction(x)
+    from . import balls
+
+    if balls.is_ball(x):  # an Arb ball: its lower end for "down", its upper end for "up"
+        return balls.end_value(x, side)
     if hasattr(x, "_mpi_") or hasattr(x, "_mpf_"):  # mpmath mpf / interval, sympy Float: man * 2^exp
         import mpmath
 
@@ -132,7 +104,7 @@ def _directed(x: Any, digits: int, side: str) -> str:
 def format_down(x: Any, digits: int = 6) -> str:
     """A lower bound as printed: ``x`` at ``digits`` significant digits (``g`` style), rounded
     toward -inf from its exact value, so the printed figure is never above ``x``. ``x``: float,
-    int, Fraction, Decimal, sympy Rational/Float, mpmath mpf or interval (its lower end); None
+    int, Fraction, Decimal, sympy Rational/Float, mpmath mpf, Arb ball or interval (its lower end); None
     is written ``-``; nan, inf as Python writes them; values exact at ``digits`` print exactly."""
     return _directed(x, digits, "down")
 

@@ -14,7 +14,7 @@ reference evaluator (``reference.forward``), never a float:
   sequence, the evaluator's attention on BOS and its output error equal the closed forms of
   ``constructions.softmax_head`` identically in t, and every |error| is at most the closed-form
   worst case ``max_error(beta, L)`` (by exact equality with the bound, or by certified interval
-  arithmetic, mpmath.iv, strictly below it).
+  arithmetic, Arb balls, strictly below it).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
-from . import attention, reference, softmax_head, task
+from . import attention, balls, reference, softmax_head, task
 from .errors import BadInput, NotExpressible
-from .numbers import interval_digits, interval_down, interval_up
+from .numbers import interval_down, interval_up
 
 VERIFIED, FAILED = "verified exactly", "failed"
 
@@ -227,11 +227,9 @@ class ExpRational:
         return tuple(sorted(self.num.items())), tuple(sorted(self.den.items()))
 
     def enclose(self, t: Any) -> Any:
-        """A certified interval (mpmath.iv) containing the value at t = ``t`` (an interval)."""
-        from mpmath import iv
-
+        """A certified ball (``balls``) containing the value at t = ``t`` (a ball)."""
         def poly(p: dict) -> Any:
-            return sum((iv.mpf(c.numerator) / c.denominator * t ** k for k, c in p.items()), iv.mpf(0))
+            return sum((balls.ball(c) * t ** k for k, c in p.items()), balls.ball(0))
 
         return poly(self.num) / poly(self.den)
 
@@ -267,27 +265,25 @@ def _rational_beta(beta: Any) -> Fraction:
     return Fraction(beta)
 
 
-ENCLOSURE_DPS = 30  # digits of the interval context while a verifier encloses Q(e^beta) values
+ENCLOSURE_BITS = 128  # Arb working precision while a verifier encloses Q(e^beta) values (bits)
 
 
 def enclosure_precision(fn):
-    """Run ``fn`` with the interval context at ``ENCLOSURE_DPS`` digits (at least), restored on
-    return: never a global change, so other interval users keep their precision."""
+    """Run ``fn`` with Arb's working precision at ``ENCLOSURE_BITS`` (at least), restored on
+    return: never a global change, so other ball users keep their precision."""
     import functools
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
-        with interval_digits(ENCLOSURE_DPS):
+        with balls.precision(ENCLOSURE_BITS):
             return fn(*args, **kwargs)
 
     return wrapped
 
 
 def _exact_t(beta: Fraction) -> Any:
-    """e^beta as an interval at the current context's precision (``enclosure_precision``)."""
-    from mpmath import iv
-
-    return iv.exp(iv.mpf(beta.numerator) / beta.denominator)
+    """e^beta as a ball at the working precision (``enclosure_precision``)."""
+    return balls.exp(balls.ball(beta))
 
 
 # ----------------------------------------------------------------------------------------
@@ -307,7 +303,7 @@ def verify_softmax(net: reference.Network, beta: Any, cfg: task.TaskConfig,
     ops = exp_field_ops(beta)
     t = _exact_t(beta)
     bounds = softmax_head.max_error_terms(beta, cfg.L, ops.exp)
-    bound_low = max(b.enclose(t).a for b in bounds)  # max(b1, b2) >= this, certified
+    bound_low = max(balls.lo(b.enclose(t)) for b in bounds)  # max(b1, b2) >= this, certified
     start = time.perf_counter()
     worst_hi, worst, largest_bos, failure, n = -1.0, None, None, "", 0
     min_mass_off, max_mass_at = None, None  # BOS mass: min off the trigger, max at it (intervals)
@@ -330,11 +326,11 @@ def verify_softmax(net: reference.Network, beta: Any, cfg: task.TaskConfig,
             if not failure and mass != softmax_head.bos_mass(beta, i, i == j, ops.exp):
                 failure = f"sequence {n} (trigger {j}): BOS weight {mass} at query {i} differs from the closed form"
             box = enclose(mass)
-            largest_bos = box if largest_bos is None or box.b > largest_bos.b else largest_bos
+            largest_bos = box if largest_bos is None or balls.hi(box) > balls.hi(largest_bos) else largest_bos
             if i == j:
-                max_mass_at = box if max_mass_at is None or box.b > max_mass_at.b else max_mass_at
+                max_mass_at = box if max_mass_at is None or balls.hi(box) > balls.hi(max_mass_at) else max_mass_at
             else:
-                min_mass_off = box if min_mass_off is None or box.a < min_mass_off.a else min_mass_off
+                min_mass_off = box if min_mass_off is None or balls.lo(box) < balls.lo(min_mass_off) else min_mass_off
             for c in range(cfg.d):
                 e = Y[i][c] - T[i][c]
                 if e.is_zero():
@@ -342,16 +338,16 @@ def verify_softmax(net: reference.Network, beta: Any, cfg: task.TaskConfig,
                 if not failure and e != closed[i][c]:
                     failure = (f"sequence {n} (trigger {j}): error {e} at position {i}, coordinate {c} "
                                f"differs from the closed form {closed[i][c]}")
-                box = abs(enclose(e))
-                if box.b > worst_hi:
+                box = balls.magnitude(enclose(e))
+                if balls.hi(box) > worst_hi:
                     worst_hi, worst = interval_up(box), (X, j, e, box)
                 on_bound = any(e == b or e == -b for b in bounds)
-                if not failure and not on_bound and not box.b < bound_low:
+                if not failure and not on_bound and not balls.hi(box) < bound_low:
                     failure = (f"sequence {n} (trigger {j}): |error| at position {i}, coordinate {c} "
                                f"is not certified below the closed-form bound max_error(beta, L)")
         if not failure and any(Y[0][c] != T[0][c] for c in range(cfg.d)):
             failure = f"sequence {n} (trigger {j}): BOS output differs from 0"
-    X, j, e, box = worst if worst else (X, j, ExpRational({}), abs(ExpRational({}).enclose(t)))
+    X, j, e, box = worst if worst else (X, j, ExpRational({}), balls.magnitude(ExpRational({}).enclose(t)))
     return Verdict(
         construction=label, verdict=FAILED if failure else VERIFIED,
         claim=("evaluator in Q(e^beta) equals the closed-form BOS mass and error on every sequence, "

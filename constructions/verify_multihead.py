@@ -19,7 +19,7 @@ import time
 from fractions import Fraction
 from typing import Any, Iterable
 
-from . import cancelling_heads, reference, task
+from . import balls, cancelling_heads, reference, task
 from .errors import BadInput
 from .numbers import interval_up
 from .verify import (FAILED, VERIFIED, ExpRational, Verdict, _exact_t, _rational_beta, _rows, enclosure_precision,
@@ -46,7 +46,7 @@ def verify_cancelling(net: reference.Network, beta: Any, cfg: task.TaskConfig,
         raise BadInput("verify_cancelling checks the two-head cancelling layer (or its stack) on a matching task")
     ops, t, values = exp_field_ops(beta), _exact_t(beta), tuple(values)
     bounds = cancelling_heads.worst_error_terms(beta, cfg.L, ops.exp)
-    bound_low = max(b.enclose(t).a for b in bounds)
+    bound_low = max(balls.lo(b.enclose(t)) for b in bounds)
     start, n, failure, worst_hi, worst = time.perf_counter(), 0, "", -1.0, None
     for X, j in task.enumerate_sequences(cfg, values):
         n += 1
@@ -63,10 +63,10 @@ def verify_cancelling(net: reference.Network, beta: Any, cfg: task.TaskConfig,
                     failure = f"sequence {n} (trigger {j}): error at position {i}, coordinate {c} is not the closed form"
                 if e.is_zero():
                     continue
-                box = abs(e.enclose(t))
-                if box.b > worst_hi:
+                box = balls.magnitude(e.enclose(t))
+                if balls.hi(box) > worst_hi:
                     worst_hi, worst = interval_up(box), (X, j, e, box)
-                if not failure and not any(e == b or e == -b for b in bounds) and not box.b < bound_low:
+                if not failure and not any(e == b or e == -b for b in bounds) and not balls.hi(box) < bound_low:
                     failure = f"sequence {n} (trigger {j}): |error| not certified below the closed-form worst case"
     X, j, e, box = worst
     off = Fraction(1, 2)  # every non-trigger query i >= 1 has 1/(i+1) <= 1/2 (checked above)

@@ -256,19 +256,14 @@ def test_t1_end_to_end_on_a_trained_head():
 
 def test_certified_floats_round_outward_at_any_interval_precision():
     """A certified lower end converted to float never lands above the true value, however many
-    bits the interval context carries (float() of an interval end rounds one way only)."""
-    from mpmath import iv
-
+    bits the ball carries (float() of a ball's end rounds to nearest, one way only)."""
+    from constructions import balls
     from proofs.certify.arithmetic import replay
 
-    old = iv.prec
-    try:
-        iv.dps = 40
+    with balls.precision(133):
         for n in range(1, 60):
-            x = 1 / (1 + iv.mpf(n) / iv.exp(3))  # not a float, so one direction of float() errs
-            assert iv.mpf(replay.down(x)) <= x.a and iv.mpf(replay.up(x)) >= x.b
-    finally:
-        iv.prec = old
+            x = 1 / (1 + balls.ball(n) / balls.exp(3))  # not a float, so one direction of float() errs
+            assert replay.down(x) <= balls.lo(x) and replay.up(x) >= balls.hi(x)
 
 
 def test_certificates_on_worker_processes_equal_the_serial_ones():

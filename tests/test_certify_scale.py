@@ -105,8 +105,7 @@ def test_face_split_finds_the_vertex_maximum():
 
 
 def test_replayer_scores_and_errors_equal_the_reference_evaluator():
-    from mpmath import iv
-
+    from constructions import balls
     from proofs.certify.arithmetic import replay
 
     net = random_net(5, 6)
@@ -122,12 +121,13 @@ def test_replayer_scores_and_errors_equal_the_reference_evaluator():
     T = task.target(X, 3)
     for i in (2, 3, 5):
         err, r = rep.error(X, i, 3, h)
-        ref = abs(Y[i][r] - replay.iv_number(T[i][r]))
-        assert err.a <= ref.b and ref.a <= err.b  # the same exact value, enclosed twice
-        assert max(abs(Y[i][c] - replay.iv_number(T[i][c])).a for c in range(5)) <= err.b
+        ref = balls.magnitude(Y[i][r] - replay.iv_number(T[i][r]))
+        assert balls.lo(err) <= balls.hi(ref) and balls.lo(ref) <= balls.hi(err)  # the same exact value, enclosed twice
+        assert max(balls.lo(balls.magnitude(Y[i][c] - replay.iv_number(T[i][c]))) for c in range(5)) <= balls.hi(err)
 
 
 def test_typed_witness_replays_through_the_reference_evaluator():
+    from constructions import balls
     from proofs.certify.arithmetic import replay
 
     net = random_net(5, 7, scale=0.8)
@@ -137,8 +137,8 @@ def test_typed_witness_replays_through_the_reference_evaluator():
     X, j = best.sequence(6)
     Y, _ = replay.replay(net, X)
     T = task.target(X, j)
-    replayed = max(abs(Y[i][c] - replay.iv_number(T[i][c])).b for i in range(6) for c in range(5))
-    assert lo["eta_lo"] <= float(replayed) * (1 + 1e-12)
+    replayed = max(balls.up(balls.magnitude(Y[i][c] - replay.iv_number(T[i][c]))) for i in range(6) for c in range(5))
+    assert lo["eta_lo"] <= replayed * (1 + 1e-12)
     assert lo["eta_lo"] >= 0.9 * best.error  # the exact replay agrees with the float search
 
 

@@ -15,10 +15,12 @@ import re
 from fractions import Fraction
 
 import mpmath
+from flint import arb
 import pytest
 import sympy
 
-from constructions.numbers import exact_value, format_bound, format_down, format_up, interval_digits
+from constructions import balls
+from constructions.numbers import exact_value, format_bound, format_down, format_up
 from empirical.pipeline.published.numbers import fmt, span
 from proofs.coq.certificate import check, export
 
@@ -76,9 +78,11 @@ def test_nan_none_infinities_and_other_number_types():
     assert (format_down(sympy.Rational(2, 3), 4), format_up(sympy.Rational(2, 3), 4)) == ("0.6666", "0.6667")
     third = mpmath.mpf(1) / 3
     assert Fraction(format_down(third, 20)) <= exact_value(third, "down") <= Fraction(format_up(third, 20))
-    with interval_digits(30):
-        box = mpmath.iv.mpf([1, 2]) / 3  # an interval: its lower end down, its upper end up
+    box = mpmath.iv.mpf([1, 2]) / 3  # an interval: its lower end down, its upper end up
     assert (format_down(box, 4), format_up(box, 4)) == ("0.3333", "0.6667")
+    with balls.precision(100):
+        ball = balls.ball(3) / 2 + arb(0, 1) / 6  # [4/3, 5/3]: a ball, read the same way
+    assert (format_down(ball, 4), format_up(ball, 4)) == ("1.333", "1.667")
     with pytest.raises(TypeError):
         format_down(sympy.E, 3)  # no exact value: refused, never guessed
 
@@ -124,8 +128,8 @@ NUMBER = r"([-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?)(?![\d/])"
 
 def closed_forms() -> dict[str, tuple[Fraction, Fraction]]:
     """(lower end, upper end) of 50-digit interval enclosures of the head's closed forms, exactly."""
-    with interval_digits(50):
-        e = mpmath.iv.exp(10)
+    with balls.precision(170):
+        e = balls.exp(10)
         values = {"min": e / (e + 15), "trigger": 1 / (1 + 2 * e), "eta": 15 / (e + 15)}  # eta: (L-1)/(e^b+L-1)
         values.update({f"query {i}": e / (e + i) for i in range(1, 16)})
     return {k: (exact_value(v, "down"), exact_value(v, "up")) for k, v in values.items()}

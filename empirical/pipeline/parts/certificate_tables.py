@@ -248,19 +248,17 @@ AGREEMENT = 1e-9  # relative: a construction's certified figures within this of 
 def closed_form_agreement(certified_min: float, eta_up: float, beta, L: int) -> dict[str, Any]:
     """The softmax BOS-gap head's certificate against its closed forms, one-sided: sound when the
     certified minimum is <= e^b/(e^b + L - 1) and eta_up >= max((L-1)/(e^b+L-1), e^-b/(2+e^-b))
-    (decided in 60-digit interval arithmetic, so a float on the wrong side by one ulp is caught);
+    (decided in 200-bit Arb ball arithmetic, so a float on the wrong side by one ulp is caught);
     agrees when each lies within ``AGREEMENT`` (relative) of its closed form."""
-    from mpmath import iv
+    from constructions import balls
 
-    from constructions.numbers import interval_digits
-
-    with interval_digits(60):
-        e = iv.exp(iv.mpf(beta))
+    with balls.precision(200):
+        e = balls.exp(balls.ball(beta))
         closed_min = e / (e + L - 1)
-        closed_eta = max((L - 1) / (e + L - 1), 1 / (1 + 2 * e), key=lambda x: x.b)
-        sound = iv.mpf(certified_min).b <= closed_min.a and iv.mpf(eta_up).a >= closed_eta.b
-        min_gap = float(((closed_min - certified_min) / closed_min).a)
-        eta_gap = float(((eta_up - closed_eta) / closed_eta).a)
+        closed_eta = max((L - 1) / (e + L - 1), 1 / (1 + 2 * e), key=balls.hi)
+        sound = balls.hi(certified_min) <= balls.lo(closed_min) and balls.lo(eta_up) >= balls.hi(closed_eta)
+        min_gap = balls.down((closed_min - certified_min) / closed_min)
+        eta_gap = balls.down((eta_up - closed_eta) / closed_eta)
     return {"sound": bool(sound), "agrees": abs(min_gap) <= AGREEMENT and abs(eta_gap) <= AGREEMENT,
             "min_gap": min_gap, "eta_gap": eta_gap}
 

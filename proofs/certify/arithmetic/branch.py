@@ -19,7 +19,7 @@ sigmoid(F_T(c)) / sigmoid(G(c)) (sum-normalised sigmoid), with E, F, G of the fo
 
 Every float bound carries the exponent's ``slack`` (a-priori rounding allowance); pruning keeps
 a relative margin of 1e-12, far above the error of the float exponential (libm: < 1 ulp). The
-final upper bound is recomputed in mpmath interval arithmetic over the open boxes, so the
+final upper bound is recomputed in Arb ball arithmetic over the open boxes, so the
 figure is max(that, the best value found): certified.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import replay
+from constructions import balls
 from .heads import Exponent
 
 PRUNE_MARGIN = 1e-12  # relative; covers the float exponential's error (< 1e-15 in practice)
@@ -139,16 +139,14 @@ class ExpSum:
         return ok
 
     def certified(self, exponents: np.ndarray) -> float:
-        """max over boxes of the bound, recomputed in mpmath interval arithmetic (upper end,
-        ``replay.wide_ends``)."""
-        from mpmath import iv
-
+        """max over boxes of the bound, recomputed in Arb ball arithmetic (each ball's upper end,
+        rounded up)."""
         best = -math.inf
-        for row in exponents:
-            def total(row=row):
-                return self.sign * sum((iv.mpf(w) * iv.exp(iv.mpf(float(e))) for (w, _), e in zip(self.terms, row)),
-                                       iv.mpf(0))
-            best = max(best, replay.wide_ends(total)[1])
+        with balls.precision():
+            for row in exponents:
+                total = sum((balls.ball(w) * balls.exp(float(e)) for (w, _), e in zip(self.terms, row)),
+                            balls.ball(0))
+                best = max(best, balls.up(self.sign * total))
         return best
 
 
@@ -184,18 +182,17 @@ class SigmoidSum:
         return Bound(ub, core, direction, np.zeros_like(lo), score, np.stack([F.ub for F in Fs] + [G.ub], axis=1))
 
     def certified(self, exponents: np.ndarray) -> float:
-        from mpmath import iv
-
+        """max over boxes of the bound, recomputed in Arb ball arithmetic (upper ends, rounded up)."""
         def log_sigmoid(x):
-            return -iv.log(1 + iv.exp(-iv.mpf(float(x))))
+            return -balls.log(1 + balls.exp(-balls.ball(float(x))))
 
         best = -math.inf
-        for row in exponents:
-            def total(row=row):
+        with balls.precision():
+            for row in exponents:
                 g = log_sigmoid(row[-1])
                 terms = zip(self.terms, row[:-1])
-                return self.sign * sum((iv.mpf(w) * iv.exp(log_sigmoid(e) - g) for (w, _), e in terms), iv.mpf(0))
-            best = max(best, replay.wide_ends(total)[1])
+                total = sum((balls.ball(w) * balls.exp(log_sigmoid(e) - g) for (w, _), e in terms), balls.ball(0))
+                best = max(best, balls.up(self.sign * total))
         return best
 
 

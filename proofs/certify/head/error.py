@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from constructions import reference, task
+from constructions import balls, reference, task
 from constructions.numbers import fraction_up
 
 from ..arithmetic import branch, heads, replay
@@ -104,25 +104,20 @@ def whole_box_ranges(h: heads.Head, max_nodes: int | None = None) -> dict[str, t
 
 
 def _log_up(x: float) -> float:
-    """A float >= log(x) (interval arithmetic, rounded outward; ``_outward``)."""
-    from mpmath import iv
-
-    return _outward(iv.log, x)[1]
+    """A float >= log(x) (an Arb ball's upper end, rounded up)."""
+    return _log_ends(x)[1]
 
 
 def _log_down(x: float) -> float:
     """A float <= log(x) (-inf unless x > 0)."""
-    from mpmath import iv
-
-    return _outward(iv.log, x)[0] if x > 0 else -np.inf
+    return _log_ends(x)[0] if x > 0 else -np.inf
 
 
-def _outward(fn, x: float) -> tuple[float, float]:
-    """Floats (lo, hi) enclosing fn(x) for an mpmath interval function ``fn`` (``replay.wide_ends``:
-    mpmath's 53-bit interval log and exp are not always outward)."""
-    from mpmath import iv
-
-    return replay.wide_ends(lambda: fn(iv.mpf(x)))
+def _log_ends(x: float) -> tuple[float, float]:
+    """Floats (lo, hi) enclosing log(x): the ends of Arb's ball, rounded outward."""
+    with balls.precision():
+        y = balls.log(x)
+    return balls.down(y), balls.up(y)
 
 
 def _exponent_ranges(h: heads.Head, lo: np.ndarray, hi: np.ndarray, whole: dict | None = None):

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from constructions import attention, reference, task
+from constructions import attention, balls, reference, task
 
 from ..arithmetic import branch, heads, replay
 
@@ -97,7 +97,7 @@ def witness_sequence(d: int, L: int, i: int, case: str, query: np.ndarray, key: 
 class Replayer:
     """Exact witness replays of one head: projections W_Q x and W_K x of each distinct token,
     formed once in exact integer arithmetic (``exact.IntMatrix``; a witness repeats a few tokens
-    over and over), scores as exact rationals, then the kind's exact form in mpmath intervals.
+    over and over), scores as exact rationals, then the kind's exact form in Arb balls.
     The same numbers as ``reference.matvec`` / ``reference._dot`` on Fractions
     (``tests/test_certify_scale.py``)."""
 
@@ -124,7 +124,8 @@ class Replayer:
 
     def weights(self, X, i: int) -> list:
         ops = attention.ops("interval")
-        return attention.get(self.kind).exact([replay.iv_number(s) for s in self.scores(X, i)], i, ops, {})
+        with balls.precision():
+            return attention.get(self.kind).exact([replay.iv_number(s) for s in self.scores(X, i)], i, ops, {})
 
     def bos_weight(self, X, i: int):
         return self.weights(X, i)[0]
@@ -139,11 +140,12 @@ class Replayer:
         images = [h.V_int.apply(IntVector.of([heads.exact(v) for v in X[k]])).fractions() for k in range(i + 1)]
         target = task.target(X, j)[i]
         best, where = None, 0
-        for r in range(h.d):
-            out = sum((w * replay.iv_number(u[r]) for w, u in zip(a, images)), replay.iv_number(0))
-            e = abs(out - replay.iv_number(target[r]))
-            if best is None or e.a > best.a:
-                best, where = e, r
+        with balls.precision():
+            for r in range(h.d):
+                out = sum((w * replay.iv_number(u[r]) for w, u in zip(a, images)), replay.iv_number(0))
+                e = balls.magnitude(out - replay.iv_number(target[r]))
+                if best is None or balls.lo(e) > balls.lo(best):
+                    best, where = e, r
         return best, where
 
 
@@ -156,17 +158,16 @@ def bos_weight(net: reference.Network, X, i: int, layer: int = 0, head: int = 0)
 def certified_bos_mass(R, case: str) -> float:
     """a = 1 / (1 + R) for the certified interval R of the non-BOS terms, rounded to the safe side:
     down for a non-trigger query's minimum, up for the trigger's maximum."""
-    a = 1 / (1 + R)
+    with balls.precision():
+        a = 1 / (1 + balls.ball(R))
     return replay.down(a) if case != "trigger" else replay.up(a)
 
 
 def certify_query(net: reference.Network, h: heads.Head, L: int, i: int, case: str,
                   rtol: float = 1e-9, max_nodes: int = 20_000, replayer: Replayer | None = None) -> QueryBound:
-    from mpmath import iv
-
     obj, f, s = objective(h, i, case)
     res = branch.maximise(obj, h.n, rtol=rtol, max_nodes=max_nodes)
-    certified = certified_bos_mass(iv.mpf(res.upper) if case != "trigger" else iv.mpf(-res.upper), case)
+    certified = certified_bos_mass(res.upper if case != "trigger" else -res.upper, case)
     key = heads.key_argmax(h.M, f, res.witness, s)
     X, j = witness_sequence(h.d, L, i, case, res.witness, key)
     w = (replayer or Replayer(net)).bos_weight(X, i)

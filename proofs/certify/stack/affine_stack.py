@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from constructions import reference
+from constructions import balls, reference
 
 from ..arithmetic import affine, branch, heads, replay
 from . import scores
@@ -43,10 +43,9 @@ SEARCH_RTOL = 1e-3  # the search stops when sum_k w(s_ik) / w(s_i0) is bracketed
 
 
 def _iv_quotient(num: float, a: float, b: float, lower: bool) -> float:
-    """num / (a + b) in interval arithmetic, rounded down (``lower``) or up."""
-    from mpmath import iv
-
-    x = iv.mpf(num) / (iv.mpf(a) + iv.mpf(b))
+    """num / (a + b) in ball arithmetic, rounded down (``lower``) or up."""
+    with balls.precision():
+        x = balls.ball(num) / (balls.ball(a) + balls.ball(b))
     return replay.down(x) if lower else replay.up(x)
 
 
@@ -66,8 +65,6 @@ class _ExpSum(branch.ExpSum):
 
 def sink_bound(kind: str, M: np.ndarray, z: affine.Forms, i: int, nodes: int) -> tuple[float, branch.Result]:
     """Certified lower bound on a_i0 at query i over every input of the stream forms ``z``."""
-    from mpmath import iv
-
     n = z.A.shape[1] - 3
     if kind == "softmax":  # a_i0 = 1 / (1 + sum_k exp(s_ik - s_i0))
         ex = scores.key_exponents(M, z, i, scores.bos_reference(z))
@@ -76,7 +73,8 @@ def sink_bound(kind: str, M: np.ndarray, z: affine.Forms, i: int, nodes: int) ->
         ex = scores.key_exponents(M, z, i, None)
         obj = branch.SigmoidSum([(1.0, scores.compact(e[0])) for e in ex[1:]], scores.compact(ex[0][1]), +1)
     res = branch.maximise(obj, n, rtol=SEARCH_RTOL, max_nodes=nodes)
-    return replay.down(1 / (1 + iv.mpf(res.upper))), res
+    with balls.precision():
+        return replay.down(1 / (1 + balls.ball(res.upper))), res
 
 
 def _weight_range(kind: str, up: heads.Exponent, lo: heads.Exponent, n: int) -> tuple[float, float]:
