@@ -8,7 +8,7 @@ by hand in the source and watching the test fail.
    weight bound outward, on inputs where the rounding decides; so must the other exp / log steps
    of eta_up and the sink bounds (``error.raw_weights``, ``branch``'s certified figures,
    ``affine_stack._weight_range``). These tests found that mpmath 1.3's 53-bit interval log and exp are
-   not outward there (``replay.wide_ends`` is the fix).
+   not outward there; the figures now come from Arb balls (``constructions.balls``).
 3. The T1 end-to-end report must decide "T1 (b) applies" at the certified eta_up, not at eta_lo.
 4. ``affine_stack.certify_stack``'s deeper layers after the trigger must be bounded per trigger position.
 """

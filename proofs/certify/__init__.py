@@ -17,7 +17,7 @@ Its rooms, lowest first (``RANKS``; a room imports only rooms below it):
 - ``stack``: residual stacks, a bound per head: ``affine_stack`` (affine forms with interval
   remainders; ``scores``, a deeper layer's scores) and ``zono_stack`` (zonotopes).
 
-Pure mathematics on weights (Fractions, numpy float64 with a-priori rounding bounds, mpmath.iv);
+Pure mathematics on weights (Fractions, numpy float64 with a-priori rounding bounds, Arb balls);
 imports ``constructions`` and ``proofs.statements`` only, never torch or ``empirical``.
 """
 

@@ -76,7 +76,7 @@ def construction_claim(name: str, c: dict, figure: str | None) -> dict:
         "claim": f"a {name} head solves the single-layer task with no sink ({c['summary']})",
         "verdict": "verified exactly" if c["verified"] else "failed",
         "evidence": (f"sympy: all {c['weights_checked']} distinct weights tend to their targets as gap -> oo "
-                     f"(L={c['limit_L']}, every trigger position); mpmath.iv over all inputs of length 16: "
+                     f"(L={c['limit_L']}, every trigger position); Arb balls over all inputs of length 16: "
                      + ", ".join(f"gap {q['gap']:g}: error <= {up(q['max_error'])}, BOS <= {up(q['max_bos_mass'])}"
                                  for q in c["curve"][::max(1, len(c["curve"]) // 3)])
                      + f"; at gap {p['gap']:g}: error <= {up(p['max_error'])}"),

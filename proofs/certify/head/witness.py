@@ -13,7 +13,7 @@ for every split of its query's keys, and again from the new best while that impr
 rounds at most): the first pass gives each (query, split) a few key starts only, and a greedy
 ascent cannot leave a vertex whose better neighbours need the query's content and the keys to
 move together. The best typed inputs are laid out as sequences and replayed exactly:
-scores and value images in exact integer arithmetic, the kind's weights in mpmath intervals
+scores and value images in exact integer arithmetic, the kind's weights in Arb balls
 (``Replayer.error``), so the replayed error's lower end is eta_lo.
 """
 
