@@ -101,7 +101,7 @@ def versions() -> dict[str, str]:
     out = {"python": sys.version.split()[0], "platform": platform.platform()}
     from importlib import metadata
 
-    for pkg in ("torch", "numpy", "sympy", "z3-solver", "mpmath", "attention-sinks-verified"):
+    for pkg in ("torch", "numpy", "sympy", "z3-solver", "mpmath", "python-flint", "attention-sinks-verified"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
