@@ -110,7 +110,7 @@ def _affine_range(const: float, coef: np.ndarray, box: np.ndarray) -> tuple[floa
 
 
 def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, encoding: str,
-          box: np.ndarray | None = None) -> Query:
+          box: np.ndarray | None = None, mark_inputs: bool = False) -> Query:
     """The query "a_i0 <= threshold" (non-trigger) or "a_i0 >= threshold" (trigger) for the head
     with score form M (float64), the query content in ``box`` ([n, 2]; default the full box)."""
     import maraboupy.MarabouCore as MC
@@ -214,8 +214,9 @@ def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, en
         b.equation([(1.0, v) for v in total], R, "LE" if case == "trigger" else "GE")
         notes["hinges"] = len(relus)
     ipq = b.build()
-    for r, v in enumerate(c):
-        ipq.markInputVariable(v, r)
+    if mark_inputs:
+        for r, v in enumerate(c):
+            ipq.markInputVariable(v, r)
     if encoding == "native":
         for gv, y, p in b.bilinear:
             MC.addBilinearConstraint(ipq, gv, y, p)
