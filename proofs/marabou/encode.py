@@ -41,7 +41,8 @@ from constructions import task
 
 ENCODINGS = ("native", "pl")
 CHORD_WIDTH = 0.25  # the chords' grid step on u (exp's chord overshoots by at most exp(u) (e^w - 1 - w) ~ w^2 / 2)
-MAX_CHORDS = 48
+MAX_CHORDS = 96
+SPAN = 12.0  # the chords' fine grid covers shift +- SPAN
 TANGENTS = 24
 SLACK = 1e-12  # relative widening of every float coefficient (covers the rounding of one product / sum)
 
@@ -173,27 +174,35 @@ def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, en
         b.equation([(1.0, outs[0])], t, "GE" if case == "trigger" else "LE")
     else:
         ipq_extra = None
-        # sum_k exp(u_k) vs 1/t - 1, scaled by exp(-shift) (the largest u) so that the terms are O(1)
-        shift = max(hi for _, _, hi in uvars)
-        R = (1 / t - 1) * math.exp(-shift)
-        R = R * (1 + 16 * SLACK) if case == "trigger" else R * (1 - 16 * SLACK)  # the side that widens
+        # sum_k exp(u_k - shift) vs 1 with shift = log(1/t - 1): the threshold is 1 and the terms that
+        # decide it O(1) (Marabou's tolerances are absolute: a threshold of 1e-21 read as 0 gave unsat
+        # where the witness is sat)
+        if not 0 < t < 1:
+            raise ValueError(f"threshold {t} outside (0, 1)")
+        shift = math.log(1 / t - 1)
+        R = 1 + 16 * SLACK if case == "trigger" else 1 - 16 * SLACK  # the side that widens
         notes["shift"] = shift
         total = []
         relus = []
         for u, lo, hi in uvars:
             if case == "trigger":  # exp(u) >= tangents at a grid: E >= e^p (1 + u - p), every p
+                # sum E <= 1 implies exp(u - shift) <= 1: u's upper bound tightened to shift (an implied bound)
+                hi = min(hi, shift + 1e-6)
+                b.hi[u] = max(b.lo[u], hi)
                 E = b.var(0.0, _up_exp(hi - shift), lambda x, u=u: math.exp(x[u] - shift))
-                for p in np.linspace(lo, hi, TANGENTS):
+                for p in np.linspace(lo, max(lo, hi), TANGENTS):
                     ep = math.exp(p - shift) * (1 - 4 * SLACK)
                     b.equation([(1.0, E), (-ep, u)], ep * (1 - p) - abs(ep * (1 - p)) * 4 * SLACK, "GE")
                 total.append(E)
             else:  # exp(u) <= z = the chords' interpolant (convex): its first line plus ReLU hinges
-                steps = max(1, min(MAX_CHORDS, math.ceil((hi - lo) / CHORD_WIDTH)))
-                grid = np.linspace(lo, hi, steps + 1)
+                # a fine grid where exp(u - shift) is O(1) (|u - shift| <= SPAN), one chord on either side
+                a_, b_ = min(max(lo, shift - SPAN), hi), max(min(hi, shift + SPAN), lo)
+                steps = max(1, min(MAX_CHORDS, math.ceil((b_ - a_) / CHORD_WIDTH)))
+                grid = sorted({lo, hi, *np.linspace(a_, b_, steps + 1).tolist()})
                 lines = []
                 for p, q in zip(grid[:-1], grid[1:]):
                     ep, eq = _up_exp(p - shift), _up_exp(q - shift)
-                    slope = (eq - ep) / (q - p) if q > p else 0.0
+                    slope = (eq - ep) / (q - p)
                     icpt = ep - slope * p + (abs(ep) + abs(slope * p) + abs(eq)) * 8 * SLACK
                     lines.append((slope, icpt))
                 # z = icpt_0 + slope_0 u + sum_j (slope_j - slope_{j-1}) relu(u - p_j): slopes increase

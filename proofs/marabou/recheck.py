@@ -8,7 +8,7 @@ questions per query position of a single-layer head, beside the certificate
   margin)? The replayed witness says yes: Marabou must find one, and its model counts only once
   replayed exactly (``sink.Replayer``: exact scores, the kind's weights in certified intervals).
 
-margin = ``MARGIN`` x (1 - a) off the trigger, ``MARGIN`` x a at it. Each question runs on the ``pl``
+margin = ``MARGIN`` x min(a, 1 - a) (``thresholds``). Each question runs on the ``pl``
 encoding (``encode``), which Marabou decides completely, in a branch and bound over the query
 content's box: a box Marabou calls ``unsat`` is closed; a ``sat`` box's model is replayed and, if
 it does not hold exactly, the box is halved along its widest side; every box closed is ``unsat``,
@@ -136,9 +136,11 @@ class Answered:
 
 
 def thresholds(case: str, certified: float, witness: float, margin: float = MARGIN) -> dict[str, float]:
-    if case == "trigger":
-        return {"below certificate": certified * (1 + margin), "below witness": witness * (1 - margin)}
-    return {"below certificate": certified - margin * (1 - certified), "below witness": witness + margin * (1 - witness)}
+    """Each question's t: the figure moved by ``margin`` x its distance to the nearer of 0 and 1
+    (1 - a on a sink, a on a head that does not sink), so t stays in (0, 1)."""
+    m = lambda a: margin * min(a, 1 - a)  # noqa: E731
+    sign = -1 if case == "trigger" else 1
+    return {"below certificate": certified - sign * m(certified), "below witness": witness + sign * m(witness)}
 
 
 def holds(case: str, weight, t: float) -> bool:

@@ -182,7 +182,7 @@ def _recheck(net, L: int, cert: dict) -> dict:
         return {"ran": False, "reason": "maraboupy not installed"}
     out = recheck.recheck_head(net, L, cert["queries"])
     t = out["tally"]
-    print(f"  recheck by Marabou (margin {out['margin']:g} x (1 - a), at the trigger x a; {out['timeout_s']} s per call): "
+    print(f"  recheck by Marabou (margin {out['margin']:g} x min(a, 1 - a); {out['timeout_s']} s per call): "
           f"{t['agree']} questions agree, {t['unknown']} unknown, {t['DISAGREE']} DISAGREE; the native "
           f"softmax encoding unsat on {t['native unsat']} of {len(out['rows']) // 2} first questions ({out['seconds']:.1f} s)")
     print("  position | case | question | threshold | Marabou | verdict | native | boxes | seconds")
