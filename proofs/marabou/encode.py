@@ -40,9 +40,9 @@ import numpy as np
 from constructions import task
 
 ENCODINGS = ("native", "pl")
-CHORD_WIDTH = 0.25  # the chords' grid step on u (exp's chord overshoots by at most exp(u) (e^w - 1 - w) ~ w^2 / 2)
+CHORD_WIDTH = 0.5  # the chords' grid step on u: a chord overshoots exp by a factor <= 1 + w^2 / 8 (3 %, inside MARGIN)
 MAX_CHORDS = 96
-SPAN = 12.0  # the chords' fine grid covers shift +- SPAN
+SPAN = 8.0  # the chords' fine grid covers [shift - SPAN, shift]
 TANGENTS = 24
 SLACK = 1e-12  # relative widening of every float coefficient (covers the rounding of one product / sum)
 
@@ -111,7 +111,7 @@ def _affine_range(const: float, coef: np.ndarray, box: np.ndarray) -> tuple[floa
 
 
 def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, encoding: str,
-          box: np.ndarray | None = None, mark_inputs: bool = False) -> Query:
+          box: np.ndarray | None = None, mark_inputs: bool = False, chord_width: float = CHORD_WIDTH) -> Query:
     """The query "a_i0 <= threshold" (non-trigger) or "a_i0 >= threshold" (trigger) for the head
     with score form M (float64), the query content in ``box`` ([n, 2]; default the full box)."""
     import maraboupy.MarabouCore as MC
@@ -195,9 +195,10 @@ def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, en
                     b.equation([(1.0, E), (-ep, u)], ep * (1 - p) - abs(ep * (1 - p)) * 4 * SLACK, "GE")
                 total.append(E)
             else:  # exp(u) <= z = the chords' interpolant (convex): its first line plus ReLU hinges
-                # a fine grid where exp(u - shift) is O(1) (|u - shift| <= SPAN), one chord on either side
-                a_, b_ = min(max(lo, shift - SPAN), hi), max(min(hi, shift + SPAN), lo)
-                steps = max(1, min(MAX_CHORDS, math.ceil((b_ - a_) / CHORD_WIDTH)))
+                # a fine grid on [shift - SPAN, shift], one chord on either side: below, each key adds at
+                # most e^-SPAN; above, exp(u - shift) >= 1 alone meets the threshold, so no grid is needed
+                a_, b_ = min(max(lo, shift - SPAN), hi), max(min(hi, shift), lo)
+                steps = max(1, min(MAX_CHORDS, math.ceil((b_ - a_) / chord_width)))
                 grid = sorted({lo, hi, *np.linspace(a_, b_, steps + 1).tolist()})
                 lines = []
                 for p, q in zip(grid[:-1], grid[1:]):

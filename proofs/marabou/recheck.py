@@ -11,7 +11,8 @@ questions per query position of a single-layer head, beside the certificate
 margin = ``MARGIN`` x min(a, 1 - a) (``thresholds``). Each question runs on the ``pl``
 encoding (``encode``), which Marabou decides completely, in a branch and bound over the query
 content's box: a box Marabou calls ``unsat`` is closed; a ``sat`` box's model is replayed and, if
-it does not hold exactly, the box is halved along its widest side; every box closed is ``unsat``,
+it does not hold exactly, the box is halved along its widest side (breadth first) and the halves'
+chords refined; every box closed is ``unsat``,
 a replayed model is ``sat``, anything else (a Marabou timeout or error, the box budget spent) is
 ``unknown``. The first question is also put to the ``native`` encoding (Marabou's own bilinear
 and softmax constraints) once over the whole box: ``unsat`` or ``unknown``, never more.
@@ -43,7 +44,12 @@ from proofs.smt.hardkill import Answer, Worker
 MARGIN = 0.05
 TIMEOUT_S = 20  # Marabou's own limit per call (whole seconds); the worker is killed 2 s later
 MAX_BOXES = 64  # boxes per question before the answer is unknown
+MIN_CHORD = 0.05  # a halved box's chords are 0.7 x its parent's, down to this: the relaxation tightens on both
+
 QUESTIONS = ("below certificate", "below witness")
+# the chords' step per question: coarse enough for few ReLU splits where unsat is expected (3 % of
+# overshoot inside the 5 % margin), finer where a model must replay
+CHORDS = {"below certificate": 0.5, "below witness": 0.3}
 EXPECTED = {"below certificate": "unsat", "below witness": "sat"}
 
 
@@ -57,7 +63,7 @@ def _solve(job: dict) -> tuple[str, float, str, dict]:  # pragma: no cover - run
     from . import encode
 
     q = encode.build(np.array(job["M"]), job["d"], job["L"], job["i"], job["case"], job["t"], job["encoding"],
-                     np.array(job["box"]))
+                     np.array(job["box"]), chord_width=job.get("chord_width", encode.CHORD_WIDTH))
     options = MC.Options()
     options._timeoutInSeconds, options._verbosity = max(1, int(job["timeout"])), 0
     start = time.perf_counter()
@@ -151,20 +157,20 @@ def holds(case: str, weight, t: float) -> bool:
 
 
 def ask(runner: MarabouRunner, replayer, M: np.ndarray, d: int, L: int, i: int, case: str, t: float,
-        timeout_s: float = TIMEOUT_S, max_boxes: int = MAX_BOXES) -> tuple[str, dict]:
+        timeout_s: float = TIMEOUT_S, max_boxes: int = MAX_BOXES, chord_width: float = 0.5) -> tuple[str, dict]:
     """Branch and bound over the query content's box with the ``pl`` encoding (module docstring)."""
     from proofs.certify.arithmetic import replay
 
     n = d - 3
-    boxes = [np.array([[-1.0, 1.0]] * n)]
+    boxes = [(np.array([[-1.0, 1.0]] * n), chord_width)]
     seen, calls, reasons = 0, 0, []
     while boxes:
         if seen >= max_boxes:
             return "unknown", {"boxes": seen, "calls": calls, "reason": f"{max_boxes} boxes spent"}
-        box = boxes.pop()
+        box, width = boxes.pop(0)  # breadth first: every box of one size before the next
         seen += 1
         job = {"M": M.tolist(), "d": d, "L": L, "i": i, "case": case, "t": t, "encoding": "pl",
-               "box": box.tolist(), "timeout": timeout_s}
+               "box": box.tolist(), "timeout": timeout_s, "chord_width": width}
         ans, model = runner.ask(job)
         calls += 1
         if ans.result == "unsat":
@@ -187,7 +193,7 @@ def ask(runner: MarabouRunner, replayer, M: np.ndarray, d: int, L: int, i: int, 
         for lo, hi in ((box[r, 0], mid), (mid, box[r, 1])):
             half = box.copy()
             half[r] = (lo, hi)
-            boxes.append(half)
+            boxes.append((half, max(MIN_CHORD, width * 0.7)))
     if reasons:
         return "unknown", {"boxes": seen, "calls": calls, "reason": "; ".join(sorted(set(reasons)))[:200]}
     return "unsat", {"boxes": seen, "calls": calls}
@@ -215,7 +221,7 @@ def recheck_head(net, L: int, queries: list[dict], margin: float = MARGIN, timeo
             witness = q["witness_low"] if case != "trigger" else q["witness_high"]
             for question, t in thresholds(case, q["certified"], witness, margin).items():
                 began = time.perf_counter()
-                answer, info = ask(runner, replayer, h.M, h.d, L, i, case, t, timeout_s, max_boxes)
+                answer, info = ask(runner, replayer, h.M, h.d, L, i, case, t, timeout_s, max_boxes, CHORDS[question])
                 row = Answered(question, t, answer, verdict(question, answer), 0.0, info["boxes"], info["calls"],
                                info.get("reason", ""), info.get("model_bos"), trigger=info.get("trigger"),
                                contents=info.get("contents"))
