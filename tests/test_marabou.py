@@ -56,19 +56,33 @@ def _inputs(n: int, keys: int, rng):
         yield pick(), [pick() for _ in range(keys)]
 
 
+def _float_bos_weight(h, i: int, case: str, c, keys, roles) -> float:
+    """a_i0 in float64 at the input (query content c, key contents), for the threshold of the test."""
+    d = h.d
+    token = lambda flag, content: np.r_[np.eye(d)[flag][:2], content, np.eye(d)[flag][-1]]  # noqa: E731
+    flag = {"content": task.content_flag(d), "trigger": task.TRIGGER_FLAG}
+    x = token(flag["trigger" if case == "trigger" else "content"], c)
+    others = [np.eye(d)[task.BOS_FLAG]] + [token(flag[r], k) for r, k in zip(roles, keys)] + [x]
+    s = np.array([x @ h.M @ y for y in others])
+    return float(1 / np.exp(s - s[0]).sum())
+
+
 @needs_marabou
 @pytest.mark.parametrize("i, case", [(1, "before"), (3, "before"), (3, "after"), (4, "after"), (2, "trigger"), (4, "trigger")])
 def test_the_piecewise_linear_encoding_holds_at_every_input(i, case):
     """The over-approximation: every input's true values (scores, products, exp) satisfy every
-    constraint of the pl encoding, so an unsat of the encoding is an unsat of the head."""
+    constraint of the pl encoding, so an unsat of the encoding is an unsat of the head. The
+    threshold is the input's own BOS weight, so the chords' fine grid is where the input's terms are."""
     h = heads.head_maps(small_head())
     rng = np.random.default_rng(i)
-    t = 1e-300 if case == "trigger" else 1 - 1e-12  # a threshold every input meets: only the relation is tested
+    roles = encode.roles(i, case)
     for box in (None, np.array([[-1.0, 0.0], [0.25, 1.0]])):
-        q = encode.build(h.M, h.d, 5, i, case, t, "pl", box)
-        for c, keys in _inputs(h.n, len(q.key_vars), rng):
+        for c, keys in _inputs(h.n, len(roles), rng):
             if box is not None:
                 c = np.clip(c, box[:, 0], box[:, 1])
+            a = _float_bos_weight(h, i, case, c, keys, roles)
+            t = a * (1 - 1e-9) if case == "trigger" else a * (1 + 1e-9)  # the input meets it, barely
+            q = encode.build(h.M, h.d, 5, i, case, t, "pl", box)
             assert encode.violations(q, c, keys) == [], (c, keys)
 
 
