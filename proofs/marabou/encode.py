@@ -111,9 +111,12 @@ def _affine_range(const: float, coef: np.ndarray, box: np.ndarray) -> tuple[floa
 
 
 def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, encoding: str,
-          box: np.ndarray | None = None, mark_inputs: bool = False, chord_width: float = CHORD_WIDTH) -> Query:
+          box: np.ndarray | None = None, mark_inputs: bool = False, chord_width: float = CHORD_WIDTH,
+          probe: bool = False) -> Query:
     """The query "a_i0 <= threshold" (non-trigger) or "a_i0 >= threshold" (trigger) for the head
-    with score form M (float64), the query content in ``box`` ([n, 2]; default the full box)."""
+    with score form M (float64), the query content in ``box`` ([n, 2]; default the full box).
+    ``probe``: the threshold tightened by twice the relaxation's own gap, for a pinned query content,
+    whose models then replay (its unsat says nothing: the question was harder)."""
     import maraboupy.MarabouCore as MC
 
     n = d - 3
@@ -182,15 +185,16 @@ def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, en
         shift = math.log(1 / t - 1)
         R = 1 + 16 * SLACK if case == "trigger" else 1 - 16 * SLACK  # the side that widens
         notes["shift"] = shift
-        total = []
-        relus = []
+        total, relus, gaps = [], [], []
         for u, lo, hi in uvars:
             if case == "trigger":  # exp(u) >= tangents at a grid: E >= e^p (1 + u - p), every p
                 # sum E <= 1 implies exp(u - shift) <= 1: u's upper bound tightened to shift (an implied bound)
                 hi = min(hi, shift + 1e-6)
                 b.hi[u] = max(b.lo[u], hi)
                 E = b.var(0.0, _up_exp(hi - shift), lambda x, u=u: math.exp(x[u] - shift))
-                for p in np.linspace(lo, max(lo, hi), TANGENTS):
+                grid = sorted({lo, *np.linspace(min(max(lo, shift - SPAN), hi), max(lo, hi), TANGENTS).tolist()})
+                gaps.append(max(np.diff(grid[1:]), default=0.0))  # below shift - SPAN: at most e^-SPAN lost per key
+                for p in grid:
                     ep = math.exp(p - shift) * (1 - 4 * SLACK)
                     b.equation([(1.0, E), (-ep, u)], ep * (1 - p) - abs(ep * (1 - p)) * 4 * SLACK, "GE")
                 total.append(E)
@@ -199,6 +203,7 @@ def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, en
                 # most e^-SPAN; above, exp(u - shift) >= 1 alone meets the threshold, so no grid is needed
                 a_, b_ = min(max(lo, shift - SPAN), hi), max(min(hi, shift), lo)
                 steps = max(1, min(MAX_CHORDS, math.ceil((b_ - a_) / chord_width)))
+                gaps.append((b_ - a_) / steps)
                 grid = sorted({lo, hi, *np.linspace(a_, b_, steps + 1).tolist()})
                 lines = []
                 for p, q in zip(grid[:-1], grid[1:]):
@@ -221,6 +226,13 @@ def build(M: np.ndarray, d: int, L: int, i: int, case: str, threshold: float, en
                 z = b.var(0.0, _up_exp(hi - shift) * (1 + 1e-6) + 1e-12, lambda x, u=u: math.exp(x[u] - shift))
                 b.equation([(1.0, z)] + terms, const, "LE")
                 total.append(z)
+        # how far the relaxation can be off at a fixed query content (products exact there): a chord of
+        # width w overshoots exp by a factor <= e^(w^2 / 8), a tangent grid of step w undershoots by as
+        # much, and the single pieces outside [shift - SPAN, shift] by e^-SPAN per key
+        off = max(math.exp(max(gaps, default=0.0) ** 2 / 8) - 1, 0.0) + len(uvars) * math.exp(-SPAN)
+        notes["relaxation_gap"] = off
+        if probe:  # a sat of the tightened question is a sat of the head at a pinned query content
+            R = R / (1 + 2 * off) if case == "trigger" else R * (1 + 2 * off)
         b.equation([(1.0, v) for v in total], R, "LE" if case == "trigger" else "GE")
         notes["hinges"] = len(relus)
     ipq = b.build()

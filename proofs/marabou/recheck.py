@@ -11,8 +11,10 @@ questions per query position of a single-layer head, beside the certificate
 margin = ``MARGIN`` x min(a, 1 - a) (``thresholds``). Each question runs on the ``pl``
 encoding (``encode``), which Marabou decides completely, in a branch and bound over the query
 content's box: a box Marabou calls ``unsat`` is closed; a ``sat`` box's model is replayed and, if
-it does not hold exactly, the box is halved along its widest side (breadth first) and the halves'
-chords refined; every box closed is ``unsat``,
+it does not hold exactly, Marabou is probed next with the query content pinned at the model's (the
+products exact, only the chords relax) and the threshold tightened by the chords' own gap, and the
+box is halved along its widest side (breadth first, the halves' chords refined; a probe closes
+nothing); every box closed is ``unsat``,
 a replayed model is ``sat``, anything else (a Marabou timeout or error, the box budget spent) is
 ``unknown``. The first question is also put to the ``native`` encoding (Marabou's own bilinear
 and softmax constraints) once over the whole box: ``unsat`` or ``unknown``, never more.
@@ -63,7 +65,8 @@ def _solve(job: dict) -> tuple[str, float, str, dict]:  # pragma: no cover - run
     from . import encode
 
     q = encode.build(np.array(job["M"]), job["d"], job["L"], job["i"], job["case"], job["t"], job["encoding"],
-                     np.array(job["box"]), chord_width=job.get("chord_width", encode.CHORD_WIDTH))
+                     np.array(job["box"]), chord_width=job.get("chord_width", encode.CHORD_WIDTH),
+                     probe=job.get("probe", False))
     options = MC.Options()
     options._timeoutInSeconds, options._verbosity = max(1, int(job["timeout"])), 0
     start = time.perf_counter()
@@ -162,17 +165,19 @@ def ask(runner: MarabouRunner, replayer, M: np.ndarray, d: int, L: int, i: int, 
     from proofs.certify.arithmetic import replay
 
     n = d - 3
-    boxes = [(np.array([[-1.0, 1.0]] * n), chord_width)]
+    boxes = [(np.array([[-1.0, 1.0]] * n), chord_width, False)]
     seen, calls, reasons = 0, 0, []
     while boxes:
         if seen >= max_boxes:
             return "unknown", {"boxes": seen, "calls": calls, "reason": f"{max_boxes} boxes spent"}
-        box, width = boxes.pop(0)  # breadth first: every box of one size before the next
+        box, width, probe = boxes.pop(0)  # breadth first: every box of one size before the next
         seen += 1
         job = {"M": M.tolist(), "d": d, "L": L, "i": i, "case": case, "t": t, "encoding": "pl",
-               "box": box.tolist(), "timeout": timeout_s, "chord_width": width}
+               "box": box.tolist(), "timeout": timeout_s, "chord_width": width, "probe": probe}
         ans, model = runner.ask(job)
         calls += 1
+        if probe and ans.result != "sat":
+            continue  # a probe covers nothing: its unsat or unknown leaves the covering boxes to decide
         if ans.result == "unsat":
             continue
         if ans.result != "sat":
@@ -185,15 +190,22 @@ def ask(runner: MarabouRunner, replayer, M: np.ndarray, d: int, L: int, i: int, 
         if holds(case, w, t):
             return "sat", {"boxes": seen, "calls": calls, "model_bos": [replay.down(w), replay.up(w)], "trigger": j,
                            "contents": [[float(v) for v in row[task.CONTENT_START:d - 1]] for row in X[1:]]}
+        if probe:
+            reasons.append("a probe's model that does not replay")
+            continue
         if np.max(box[:, 1] - box[:, 0]) < 1e-9:
             reasons.append("a model that does not replay in a box of width 1e-9")
             continue
+        # first a probe: the model's own query content pinned (the products are then exact, only the
+        # chords relax) and the threshold tightened by the chords' own gap, so a model there replays
+        point = np.array([[float(v), float(v)] for v in query])
+        boxes.insert(0, (np.clip(point, box[:, :1], box[:, 1:]), max(MIN_CHORD, width * 0.5), True))
         r = int(np.argmax(box[:, 1] - box[:, 0]))
         mid = (box[r, 0] + box[r, 1]) / 2
         for lo, hi in ((box[r, 0], mid), (mid, box[r, 1])):
             half = box.copy()
             half[r] = (lo, hi)
-            boxes.append((half, max(MIN_CHORD, width * 0.7)))
+            boxes.append((half, max(MIN_CHORD, width * 0.7), False))
     if reasons:
         return "unknown", {"boxes": seen, "calls": calls, "reason": "; ".join(sorted(set(reasons)))[:200]}
     return "unsat", {"boxes": seen, "calls": calls}
