@@ -116,3 +116,30 @@ def test_a_planted_wrong_certificate_and_a_planted_wrong_witness_disagree():
                         "witness_high": q["certified"] * 1.5})
     rows = recheck.recheck_head(net, L, planted, timeout_s=10, native=False)["rows"]
     assert [r["verdict"] for r in rows] == ["DISAGREE"] * 4, rows
+
+
+def _certify(tmp_path, capsys, net, L):
+    from empirical.pipeline import cli
+    from empirical.weights.network_files import write_network_json
+
+    path = write_network_json(tmp_path / "w.json", net)
+    code = cli.main(["certify", str(path), "--L", str(L), "--no-measure", "--recheck", "marabou",
+                     "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    import json
+
+    return code, out, json.loads((tmp_path / "o" / "certify.json").read_text())["results"][0]["recheck"]
+
+
+def test_without_maraboupy_the_recheck_says_not_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(recheck, "available", lambda: False)
+    code, out, record = _certify(tmp_path, capsys, softmax_head.build(4, 3), 4)
+    assert code == 0 and "Marabou: not run (maraboupy not installed" in out and record["ran"] is False
+
+
+@needs_marabou
+def test_sinks_certify_recheck_marabou_prints_and_records_the_table(tmp_path, capsys):
+    code, out, record = _certify(tmp_path, capsys, softmax_head.build(4, 3), 4)
+    assert code == 0, out
+    assert "recheck by Marabou" in out and "10 questions agree, 0 unknown, 0 DISAGREE" in out
+    assert record["ran"] and len(record["rows"]) == 10
