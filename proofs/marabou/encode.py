@@ -20,13 +20,15 @@ Each product G_{C_r}(c) * y_r (y a key's content or c itself) is one bilinear te
   box of inputs never gives (README: the blocker).
 - ``pl``: a piecewise-linear over-approximation that Marabou decides completely: McCormick's four
   planes for each product over the box's bounds, and with u_k = s_k - s_0, a_0 <= t iff
-  sum_k exp(u_k) >= 1/t - 1: exp is bounded above by its chords on a grid of u_k's range (a Max
-  constraint of the chords' lines; exp is convex, so its interpolant lies above it) for a query's
+  sum_k exp(u_k - shift) >= 1 with shift = log(1/t - 1): exp is bounded above by its chords on a
+  grid of u_k's range (the interpolant, convex, written as a line plus ReLU hinges) for a query's
   minimum, and below by tangents (linear) for the trigger's maximum. Every coefficient is rounded to
   the side that widens the relation. ``unsat`` on it is ``unsat`` of the head; a ``sat`` model is a
   candidate input only, replayed exactly by the caller.
 
 The caller passes the query content's box (the driver bisects it); keys keep their full box.
+Input variables are not marked (``mark_inputs``): with them maraboupy 2.0.0 raised ``map::at`` or
+stopped with "Unknown error" on sat answers (README).
 """
 
 from __future__ import annotations
