@@ -42,6 +42,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stack-method", choices=("box", "zonotope", "both"), default="box",
                    help="a stack's certificate: affine forms with interval remainders (box, default), zonotopes "
                         "(proofs/certify/stack/zono_stack.py; softmax only), or both side by side")
+    p.add_argument("--recheck", default=None, choices=("marabou",),
+                   help="ask a second verifier at every query of each single-layer softmax head (marabou, optional "
+                        "extra .[marabou]): no input below the certified minimum minus a margin (must be unsat), one "
+                        "below the witness's weight plus a margin (must be sat, replayed exactly); a disagreement "
+                        "makes the exit status 1")
     p.add_argument("--out", default="results/certify", help="folder for certify.json and certify.png")
     p.set_defaults(run=run)
 
@@ -164,6 +169,30 @@ def _coq(net, L: int, cert: dict) -> dict:
             "python_figure": cert["min_bos_nontrigger"], "python_trigger_figure": cert["max_bos_trigger"]}
 
 
+def _recheck(net, L: int, cert: dict) -> dict:
+    """Marabou's two questions at every query of a single-layer softmax head, printed as a table
+    (``proofs/marabou``); other heads, or without maraboupy: 'not run' with the reason."""
+    from proofs.marabou import recheck
+
+    if cert["type"] != "single head" or net.kind != "softmax":
+        print("  Marabou: not run (the recheck covers single-layer softmax heads)")
+        return {"ran": False, "reason": "covers single-layer softmax heads only"}
+    if not recheck.available():
+        print("  Marabou: not run (maraboupy not installed: pip install '.[marabou]')")
+        return {"ran": False, "reason": "maraboupy not installed"}
+    out = recheck.recheck_head(net, L, cert["queries"])
+    t = out["tally"]
+    print(f"  recheck by Marabou (margin {out['margin']:g} x min(a, 1 - a); {out['timeout_s']} s per call): "
+          f"{t['agree']} questions agree, {t['unknown']} unknown, {t['DISAGREE']} DISAGREE; the native "
+          f"softmax encoding unsat on {t['native unsat']} of {len(out['rows']) // 2} first questions ({out['seconds']:.1f} s)")
+    print("  position | case | question | threshold | Marabou | verdict | native | boxes | seconds")
+    for r in out["rows"]:
+        print(f"  {r['position']} | {r['case']} | {r['question']} | {r['threshold']:.10g} | {r['answer']} | "
+              f"{r['verdict']} | {r['native'] or '-'} | {r['boxes']} | {r['seconds']:.2f}"
+              + (f" | {r['reason']}" if r["reason"] else ""))
+    return {"ran": True, **out}
+
+
 def _seeds(loaded) -> list[int] | None:
     """The seeds certified (a training summary's members are labelled "seed N"), else None."""
     labels = [item.label.split() for item in loaded]
@@ -210,13 +239,17 @@ def run(args: argparse.Namespace) -> int:
         _print(item.label, cert, rows, zonotope)
         if args.coq:
             results[-1]["coq"] = _coq(item.network, L, cert)
+        if args.recheck:
+            results[-1]["recheck"] = _recheck(item.network, L, cert)
     record = {"weights": str(args.weights), "length": length, "results": results, "columns": certificates.COLUMNS,
               "provenance": files.provenance({"weights": str(args.weights), "L": args.L, "kind": args.kind,
                                               "seeds": args.seeds, "measure": not args.no_measure,
-                                              "coq": args.coq, "target_ratio": target_ratio,
+                                              "coq": args.coq, "recheck": args.recheck,
+                                              "target_ratio": target_ratio,
                                               "stack_method": args.stack_method}, _seeds(loaded)),
               "target_ratio": target_ratio}
     figure = certificates.heat_map(results, out / "certify.png")
     path = files.write_json(out / "certify.json", record)
     print(f"certificate: {path}\nfigure: {figure}")
-    return 0
+    disagree = sum(r["recheck"]["tally"]["DISAGREE"] for r in results if r.get("recheck", {}).get("ran"))
+    return 1 if disagree else 0
