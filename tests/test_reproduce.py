@@ -281,7 +281,8 @@ def test_a_part_alongside_runs_in_its_own_process_beside_the_others_and_its_read
     assert pids["zz_serial"] == f"pid {os.getpid()}" and pids["zz_side"] != pids["zz_serial"]
     spans = {name: load_part(out, name)["span"] for name in ("zz_serial", "zz_side")}
     assert spans["zz_side"][0] < spans["zz_serial"][1] and spans["zz_serial"][0] < spans["zz_side"][1]
-    assert any(line.startswith("[zz_side] ok in") and "alongside" in line for line in lines)
+    assert any(line.startswith("[zz_side] ok, ran alongside the other parts (its own time: ") and " s wall, " in line
+               and " s CPU" in line for line in lines)
 
     assert reproduce.reproduce(out, quick=True, device="cpu")["zz_side"] == "reused"
     (tmp_path / "fake_parts" / "zz_side.py").write_text(BROKEN_PART.format(name="zz_side", counter=str(counter)))

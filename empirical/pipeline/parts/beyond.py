@@ -364,7 +364,10 @@ NOTE = ("BOS mass: mean a_i0 over non-trigger queries 1..L-1 of the evaluation s
 
 
 def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
-    constructions = construction_results(quick)
+    from empirical.host import watch
+
+    with watch.stage("constructions of the kinds that can abstain"):
+        constructions = construction_results(quick)
     figure = tradeoff_figure(results_dir, constructions)
     runs = train_all(results_dir, plans(quick), device)
     k_rows, k_claims = kind_rows(runs, constructions, smt_kinds=stored_smt_kinds(results_dir))

@@ -21,15 +21,18 @@ def ablate_runs(summaries: dict) -> dict[tuple, dict[str, Any]]:
     """{(kind, layers, heads): {"rows": [...]} or {"missing": reason}} for every run."""
     from constructions.errors import BadInput
     from empirical.analysis import ablation
+    from empirical.host import watch
 
     out = {}
-    for key, s in summaries.items():
-        try:
-            result = ablation.of_summary(s)
-        except BadInput as e:  # a record written before weights were stored
-            out[key] = {"missing": str(e)}
-            continue
-        out[key] = {"rows": ablation.rows(result, [m["seed"] for m in s["members"]])}
+    with watch.stage("ablations (runs)", len(summaries)) as stage:
+        for key, s in summaries.items():
+            try:
+                result = ablation.of_summary(s)
+            except BadInput as e:  # a record written before weights were stored
+                out[key] = {"missing": str(e)}
+            else:
+                out[key] = {"rows": ablation.rows(result, [m["seed"] for m in s["members"]])}
+            stage.advance(note="{} {}x{}".format(*key))
     return out
 
 
