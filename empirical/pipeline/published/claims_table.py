@@ -34,9 +34,29 @@ class Row:
     result: Callable[[Records], Result]
 
     def check(self) -> str:
-        """The command, the results file it writes (if any), then the tests."""
-        files = f" ({self.files})" if self.files not in ("", "—") else ""
-        return "; ".join(part for part in (f"{self.command}{files}", self.test) if part)
+        """The command, the results file it writes (if any), then the tests; a results file the
+        command does not write is named with the command that does."""
+        files = self.files if self.files not in ("", "—") else ""
+        if files and files.strip("`") not in written_by(self.command):
+            part = files.strip("`").removeprefix("results/").removesuffix(".json")
+            cited = f"{self.command}; {files} from `sinks reproduce --only {part}`"
+        else:
+            cited = f"{self.command} ({files})" if files else self.command
+        return "; ".join(part for part in (cited, self.test) if part)
+
+
+def written_by(command: str) -> set[str]:
+    """The results files a command the READMEs cite writes on its defaults (``--out results``):
+    ``sinks reproduce`` its parts' files (``reproduce.part_path``), REPORT.md and claims.json;
+    ``sinks prove`` proofs.json; ``sinks search`` smt.json; any other command none in ``results/``
+    itself (tests/test_cited_files.py holds this to the commands)."""
+    from empirical.pipeline import published, reproduce
+
+    words = command.strip("`").split()
+    if words[:2] == ["sinks", "reproduce"]:
+        parts = words[words.index("--only") + 1:] if "--only" in words else list(reproduce.PARTS)
+        return {f"results/{p}.json" for p in parts} | {f"results/{reproduce.REPORT}", f"results/{published.DIGEST}"}
+    return {f"results/{name}" for cmd, name in (("prove", "proofs.json"), ("search", "smt.json")) if words[:2] == ["sinks", cmd]}
 
 
 def build(R: Records) -> tuple[list[str], list[list[str]]]:
