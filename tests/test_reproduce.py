@@ -288,3 +288,12 @@ def test_a_part_alongside_runs_in_its_own_process_beside_the_others_and_its_read
     (tmp_path / "fake_parts" / "zz_side.py").write_text(BROKEN_PART.format(name="zz_side", counter=str(counter)))
     statuses = reproduce.reproduce(out, quick=True, device="cpu", force=True)
     assert statuses["zz_side"] == "failed" and load_part(out, "zz_side")["error"] == "RuntimeError: solver exploded"
+
+
+def test_the_total_wall_time_counts_overlaps_once_and_not_the_idle_time_between_sessions():
+    """smt (0-100 s) beside proofs and constructions (0-50, 50-200), then a resume 1000 s later
+    (training 1200-1300): 300 s of work, not the 1300 s from the first start to the last end."""
+    records = [{"span": [0.0, 100.0], "wall_s": 100.0}, {"span": [0.0, 50.0], "wall_s": 50.0},
+               {"span": [50.0, 200.0], "wall_s": 150.0}, {"span": [1200.0, 1300.0], "wall_s": 100.0}]
+    assert reproduce.total_wall(records) == 300.0
+    assert reproduce.total_wall([{"wall_s": 5.0}, {"wall_s": 7.0}]) == 12.0  # records without spans: the sum

@@ -466,9 +466,9 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
     machines = sorted({describe_machine(r["machine"]) for r in stored if r.get("machine")})
     return ["", "## Parts", "",
             *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
-            "", f"Total wall time of the stored parts: {total:.1f} s, first start to last end (parts run "
-                f"alongside the others overlap them); CPU time {cpu:.1f} s (user + system, the parts' worker "
-                "processes included).",
+            "", f"Total wall time of the stored parts: {total:.1f} s, while some part ran (parts run "
+                f"alongside the others overlap them; the time between the sessions of a resumed run is not "
+                f"counted); CPU time {cpu:.1f} s (user + system, the parts' worker processes included).",
             "", "Machine: " + ("; ".join(machines) or "not recorded") + ". Load: the machine's 1-minute load "
                 "average while the part ran (mean of samples every 10 s, with start and end), every process "
                 "counted, the run's own workers included. On a loaded machine wall time overstates what an "
@@ -476,12 +476,17 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
 
 
 def total_wall(records: list[dict]) -> float:
-    """The wall time the stored parts took together: from the first start to the last end where
-    every record has its ``span`` (parts ``ALONGSIDE`` overlap the others), else the sum."""
+    """The wall time the stored parts took together: the length of the union of their ``span``s
+    (parts ``ALONGSIDE`` overlap the others; the time between two sessions of a resumed run, when
+    nothing ran, is not counted), else the sum of their walls."""
     spans = [r.get("span") for r in records]
-    if records and all(isinstance(s, list) and len(s) == 2 for s in spans):
-        return max(e for _, e in spans) - min(b for b, _ in spans)
-    return sum(r.get("wall_s", 0) for r in records)
+    if not (records and all(isinstance(s, list) and len(s) == 2 for s in spans)):
+        return sum(r.get("wall_s", 0) for r in records)
+    total, end = 0.0, float("-inf")
+    for begin, finish in sorted(spans):
+        total += max(0.0, finish - max(begin, end))
+        end = max(end, finish)
+    return total
 
 
 def _load_cell(usage: dict) -> str:
