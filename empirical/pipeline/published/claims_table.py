@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .claims_results import (Result, abstaining, certified, functional, lm_probe, normalised, question_b_observed,
-                             semantics, smt, softpick, stacks, sufficiency, t1_bound, t1_in_full, t1_observed,
-                             t1_proved, t2_observed, t2_refuted, t3, t3_observed, variants)
+from .claims_results import (Result, abstainers_sink, abstaining, certified, functional, lm_probe, normalised,
+                             question_b_observed, semantics, smt, softpick, stacks, sufficiency, t1_bound, t1_in_full,
+                             t1_observed, t1_proved, t2_observed, t2_refuted, t3, t3_observed, variants)
 from .records import NotInRun, Records
 
 COLUMNS = ["claim", "verdict", "result", "how to check"]
@@ -122,6 +122,9 @@ ROWS = (
     Row("Beyond: a normalised kind (sigmoid_norm) sinks like softmax; kinds that can abstain solve the task without "
         "BOS, normalised ones cannot", "`sinks beyond --variants reference,no_bos`", "`tests/test_beyond_training.py`",
         BEYOND, normalised),
+    Row("Beyond: with BOS available, trained softmax1 and sink_logit heads still sink (BOS mass > 0.99 in every "
+        "seed; what training finds, not what the task needs: both solve it without BOS)",
+        "`sinks beyond --kinds softmax1,sink_logit`", "`tests/test_beyond_training.py`", BEYOND, abstainers_sink),
     Row("Beyond: softpick (arXiv:2504.20966) can abstain: a sink-free head solves the task; trained heads form no sink",
         "`sinks beyond --kinds softpick`", "`tests/test_abstaining_heads.py`", BEYOND, softpick),
     Row("Functional sinks: heads whose BOS attention the trained model relies on (error up > 0.05 when BOS is "
