@@ -297,3 +297,23 @@ def test_the_total_wall_time_counts_overlaps_once_and_not_the_idle_time_between_
                {"span": [50.0, 200.0], "wall_s": 150.0}, {"span": [1200.0, 1300.0], "wall_s": 100.0}]
     assert reproduce.total_wall(records) == 300.0
     assert reproduce.total_wall([{"wall_s": 5.0}, {"wall_s": 7.0}]) == 12.0  # records without spans: the sum
+
+
+def test_the_report_names_the_machine_once_when_a_torch_free_part_says_less_of_it(tmp_path, fake_parts):
+    """The smt part never imports torch, so its record lacks torch's dispatch: the same machine,
+    named once; a different machine is still named."""
+    fake_parts({"zz_a": OK_PART, "zz_b": OK_PART})
+    out = tmp_path / "results"
+    reproduce.reproduce(out, quick=True, device="cpu")
+    base = {"cpu": "AMD EPYC", "logical_cpus": 2, "owned_cores": 2, "vector": {"cpu_vector": "AVX2 (256 bit)"}}
+    for name, vector in (("zz_a", {}), ("zz_b", {"torch_cpu_capability": "AVX2"})):
+        record = json.loads((out / f"{name}.json").read_text())
+        record["machine"] = {**base, "vector": {**base["vector"], **vector}}
+        (out / f"{name}.json").write_text(json.dumps(record))
+    machine = next(line for line in build_report(out).read_text().splitlines() if line.startswith("Machine: "))
+    assert machine.startswith("Machine: AMD EPYC, 2 logical CPUs (2 owned), AVX2 (256 bit) (torch: AVX2). Load")
+    record = json.loads((out / "zz_a.json").read_text())
+    record["machine"]["cpu"] = "Intel Xeon"
+    (out / "zz_a.json").write_text(json.dumps(record))
+    machine = next(line for line in build_report(out).read_text().splitlines() if line.startswith("Machine: "))
+    assert "AMD EPYC" in machine and "Intel Xeon" in machine

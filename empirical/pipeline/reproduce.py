@@ -46,11 +46,12 @@ ALONGSIDE = ("smt",)
 AFTER = {"beyond": ("smt",)}
 # The per-part budget the whole run's ETA starts from (``empirical.host.watch``), wall seconds on
 # two idle cores: the default run of empirical/pipeline/README.md#cost-of-a-default-run (AMD EPYC,
-# 2026-12-04) and a quick run (this checkout's `--quick`, measured the same way); the ETA scales
-# them by the pace the run measures as it goes.
+# 2026-12-04); for `--quick` the parts' CPU seconds on the same machine type, loaded (2026-12-07),
+# the training part's halved for its two workers. The ETA scales them by the pace the run
+# measures as it goes, so a loaded machine's ETA grows as soon as a part has run.
 BUDGET_S = {
     False: {"proofs": 26.0, "constructions": 107.0, "smt": 447.0, "training": 934.0, "beyond": 78.0},
-    True: {"proofs": 20.0, "constructions": 10.0, "smt": 60.0, "training": 60.0, "beyond": 30.0},
+    True: {"proofs": 61.0, "constructions": 43.0, "smt": 6.0, "training": 78.0, "beyond": 37.0},
 }
 # The report's one vocabulary: every claim's verdict is one of these words, defined here once; the
 # report's header, the READMEs' claims tables and tests/test_vocabulary.py read this table.
@@ -463,7 +464,9 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
     cpu = sum((r.get("usage") or {}).get("cpu_s", 0) for r in stored)
     from empirical.host.usage import describe_machine
 
-    machines = sorted({describe_machine(r["machine"]) for r in stored if r.get("machine")})
+    described = {describe_machine(r["machine"]) for r in stored if r.get("machine")}
+    # a part that never imported torch (proofs, smt) says less of the same machine: not another one
+    machines = sorted(m for m in described if not any(o.startswith(m + " (") for o in described))
     return ["", "## Parts", "",
             *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
             "", f"Total wall time of the stored parts: {total:.1f} s, while some part ran (parts run "
