@@ -201,7 +201,10 @@ class Watch:
 
     def _beat(self) -> None:
         while not self._stop.wait(1.0):
-            self.tick()
+            try:
+                self.tick()
+            except Exception:  # progress is best effort: the run never depends on it
+                pass
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
