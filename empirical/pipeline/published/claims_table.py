@@ -50,12 +50,12 @@ def written_by(command: str) -> set[str]:
     ``sinks reproduce`` its parts' files (``reproduce.part_path``), REPORT.md and claims.json;
     ``sinks prove`` proofs.json; ``sinks search`` smt.json; any other command none in ``results/``
     itself (tests/test_cited_files.py holds this to the commands)."""
-    from empirical.pipeline import published, reproduce
+    from empirical.pipeline import reproduce
 
     words = command.strip("`").split()
     if words[:2] == ["sinks", "reproduce"]:
         parts = words[words.index("--only") + 1:] if "--only" in words else list(reproduce.PARTS)
-        return {f"results/{p}.json" for p in parts} | {f"results/{reproduce.REPORT}", f"results/{published.DIGEST}"}
+        return {f"results/{p}.json" for p in parts} | {f"results/{reproduce.REPORT}", "results/claims.json"}
     return {f"results/{name}" for cmd, name in (("prove", "proofs.json"), ("search", "smt.json")) if words[:2] == ["sinks", cmd]}
 
 
