@@ -81,15 +81,15 @@ def test_the_whole_runs_eta_follows_the_budget_the_pace_and_the_parts_alongside(
     assert run.eta() == pytest.approx(20 + 100 + 900 + 80)
     run.part_started("smt", finished=lambda: None)
     run.part_started("proofs")
-    clock.now = 40.0  # proofs at twice its plan: the pace doubles every part still to run
-    assert run.pace() == pytest.approx(2.0)
+    clock.now = 40.0  # proofs at twice its plan, smt (40 of 400 s) taken as on plan: pooled
+    assert run.pace() == pytest.approx((40 + 400) / (20 + 400))
     run.part_ended("proofs", 40.0)
+    assert run.pace() == pytest.approx(2.0)  # proofs alone has finished: twice the plan
     assert run.eta() == pytest.approx(2 * (100 + 900 + 80))
     run.part_started("constructions")
     clock.now = 40.0 + 100.0  # constructions at its plan: pace (40 + 100) / 120
     run.part_ended("constructions", 100.0)
-    pace = 140.0 / 120.0
-    assert run.pace() == pytest.approx(pace)
+    assert run.pace() == pytest.approx(140.0 / 120.0)
     run.part_ended("smt", 300.0)  # ran alongside: counts in the pace, no longer in the ETA
     pace = 440.0 / 520.0
     assert run.eta() == pytest.approx(pace * (900 + 80))

@@ -4,9 +4,9 @@ from a hung one.
 
 - ``Watch`` follows the run's parts (started, finished in so many seconds, reused) against a
   per-part plan of seconds and gives the whole run's ETA: each part's planned seconds times the
-  pace so far (the wall seconds the parts that ran here took over their plan; a running part
-  already past its plan raises the pace), parts run alongside the others overlapping the serial
-  ones, reused parts free.
+  pace so far (the wall seconds the parts that ran here took over their plan, pooled with the
+  running parts' elapsed time where it is already past their plan), parts run alongside the
+  others overlapping the serial ones, reused parts free.
 - Inside a part, ``stage(label, total)`` names a stage of its work (``with progress.stage(...) as
   s: ... s.advance(note)``); outside a watched run it does nothing, so a part's code is the same
   under ``sinks reproduce`` and alone.
@@ -116,15 +116,18 @@ class Watch:
                 self.part_ended(name, wall)
 
     def pace(self) -> float:
-        """Wall seconds here per planned second: the finished parts that ran here, raised by a
-        running part already past its plan; 1 before either."""
+        """Wall seconds here per planned second, pooled: the finished parts that ran here, and the
+        running ones at their elapsed time where it is already past their plan at that pace (else
+        on plan); 1 before either."""
         ran = [(w, self.plan.get(n, 0.0)) for n, w in self.walls.items() if w is not None and self.plan.get(n)]
-        pace = sum(w for w, _ in ran) / sum(p for _, p in ran) if ran else 1.0
+        done = sum(p for _, p in ran)
+        pace = sum(w for w, _ in ran) / done if ran and done else 1.0
         now = self.clock()
-        for name, (began, _) in self.running.items():
-            if self.plan.get(name):
-                pace = max(pace, (now - began) / self.plan[name])
-        return pace
+        running = [(now - began, self.plan[n]) for n, (began, _) in self.running.items() if self.plan.get(n)]
+        if not running:
+            return pace
+        spent = sum(w for w, _ in ran) + sum(max(elapsed, p * pace) for elapsed, p in running)
+        return spent / (done + sum(p for _, p in running))
 
     def left(self, name: str, pace: float) -> float:
         if name in self.walls:
