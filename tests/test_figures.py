@@ -114,3 +114,74 @@ def test_coinciding_curves_are_told_apart(monkeypatch, tmp_path):
     constructions._length_figure(tmp_path, records)
     styles = [(line.get_marker(), line.get_linestyle(), line.get_fillstyle()) for line in figs[0].axes[0].lines]
     assert len(styles) == 5 and len(set(styles)) == len(styles)  # four constructions and the bound
+
+
+def test_head_maps_fit_their_colour_scale_and_share_it_only_within_a_range(monkeypatch, tmp_path):
+    """ReLU weights of ~0.1 on a fixed 0-1 scale looked empty: the scale is fitted to the values,
+    one scale for heads whose largest weights are within SHARED_RANGE of each other, else one each."""
+    assert figures.colour_scales([[[0.1, 0.0]], [[0.25, 0.0]]]) == 0.25
+    assert figures.colour_scales([[[0.01, 0.0]], [[0.3, 0.0]]]) == [0.01, 0.3]
+    small = _summary(2, 2)
+    small["patterns"]["mean"] = [[[[[0.0, 0.1 * (1 + n + h)]] for h in range(2)] for n in range(2)]]
+    figs = _captured(monkeypatch, figures)
+    figures.head_grid(small, tmp_path / "g.png")
+    tops = [ax.images[0].norm.vmax for ax in figs[0].axes if ax.get_label() != "<colorbar>"]
+    assert tops == [0.30000000000000004] * 4 and len(_colorbar_labels(figs[0])) == 1  # 0.1 - 0.3: one scale
+    apart = _summary(2, 2)
+    apart["patterns"]["mean"] = [[[[[0.0, 0.01]], [[0.0, 0.3]]], [[[0.0, 0.3]], [[0.0, 0.3]]]]]
+    figures.head_grid(apart, tmp_path / "g.png")
+    tops = [ax.images[0].norm.vmax for ax in figs[1].axes if ax.get_label() != "<colorbar>"]
+    assert tops == [0.01, 0.3, 0.3, 0.3] and len(_colorbar_labels(figs[1])) == 4
+
+
+def test_a_seed_that_stopped_ends_at_its_stop_step(monkeypatch, tmp_path):
+    summary = _summary(members=2)
+    summary["history"] = [{"step": s, "bos_nontrigger_mean": [[[0.9], [0.95]]], "bound_mean": [0.8, 0.9],
+                           "loss": [0.1, 0.1]} for s in range(0, 500, 100)]
+    summary["members"] = [{"seed": 0, "steps": 200, "converged": True}, {"seed": 1, "steps": 400, "converged": True}]
+    figs = _captured(monkeypatch, figures)
+    figures.sink_vs_step(summary, tmp_path / "s.png")
+    ends = {line.get_label(): max(line.get_xdata()) for line in figs[0].axes[0].lines if "seed" in line.get_label()}
+    assert ends["seed 0 BOS mass (measured)"] == 200 and ends["seed 1 BOS mass (measured)"] == 400
+    marks = [line for line in figs[0].axes[0].lines if line.get_marker() == "|"]
+    assert sorted(x for line in marks for x in line.get_xdata()) == [200, 400]
+
+
+def test_tradeoff_curves_differ_in_style_and_no_panel_mixes_a_minimum_with_maxima():
+    from empirical.pipeline.parts.beyond import tradeoff_plot
+
+    same = [{"gap": g, "max_error": 10.0 ** -g, "max_bos_mass": 10.0 ** -g} for g in (2, 8, 16)]
+    fig = tradeoff_plot({"softmax1": {"curve": same}, "sink_logit": {"curve": same}, "gated": {"curve": same}})
+    for ax in fig.axes[:2]:
+        heads = [line for line in ax.lines if line.get_label() in ("softmax1", "sink_logit", "gated")]
+        assert len({(line.get_marker(), line.get_linestyle(), line.get_markersize()) for line in heads}) == 3
+    assert not any("min" in line.get_label() for line in fig.axes[1].lines)  # the maxima's panel
+    assert "min" in fig.axes[2].get_ylabel()  # softmax's minimum has its own
+
+
+def test_functional_sinks_axis_has_no_empty_negative_range(monkeypatch, tmp_path):
+    from empirical.pipeline.parts import functional_sinks
+
+    rows = [{"layer": 0, "head": h, "seed": 0, "bos_mass": 0.5 + 0.1 * h, "removed_increase": 0.2 * h,
+             "value_zeroed_increase": 0.001} for h in range(3)]
+    figs = _captured(monkeypatch, figures)
+    functional_sinks.figure(tmp_path, {("softmax", 2, 2): {"rows": rows}})
+    assert figs[0].axes[0].get_ylim()[0] == 0.0
+    rows[0]["value_zeroed_increase"] = -0.01  # a real negative increase keeps its range
+    functional_sinks.figure(tmp_path, {("softmax", 2, 2): {"rows": rows}})
+    assert figs[1].axes[0].get_ylim()[0] < -0.01
+
+
+def test_t1_seeds_with_the_same_values_stay_visible(monkeypatch, tmp_path):
+    from empirical.pipeline.parts import t1_end_to_end
+
+    bounds = {"all_applies": False, "pre_applies": False}
+    results = [{"label": f"seed {k}", "measured": {"per_example_bound_min": {}},
+                "certificate": {"t1": {"bounds": bounds},
+                                "queries": [{"case": "before", "position": i, "certified": 0.999} for i in (1, 2)]}}
+               for k in range(3)]
+    figs = _captured(monkeypatch, figures)
+    t1_end_to_end.draw(results, tmp_path / "t.png")
+    seeds = [line for line in figs[0].axes[0].lines if line.get_label().endswith("certified")]
+    assert len({line.get_marker() for line in seeds}) == 3
+    assert len({tuple(line.get_xdata()) for line in seeds}) == 3  # shifted apart, not on top of each other

@@ -111,3 +111,23 @@ def test_report_command_writes_the_digest_and_rerender_needs_no_results(tmp_path
     assert cli.main(["report", "--rerender"]) == 0 and calls[0]["inputs"] == claims["inputs"]
     assert cli.main(["report", "--rerender", "--publish"]) == 2
     assert "exclude each other" in capsys.readouterr().err
+
+
+def test_the_abstaining_kinds_sink_row_reads_the_kinds_table_and_judges_every_seed():
+    """softmax1 / sink_logit with BOS available: mean and min BOS mass from the beyond part's kinds
+    table; a seed at or below 0.99 makes the row *not met*."""
+    from empirical.pipeline.published.records import NotInRun, Records
+
+    columns = ["kind", "1x1 BOS mass (mean / min over seeds)", "1x1 row mass"]
+
+    def records(low: str) -> Records:
+        rows = [["softmax1", f"0.9970 / {low}", "0.9972"], ["sink_logit", "0.9973 / 0.9957", "0.9976"]]
+        return Records({"beyond": {"status": "ok", "tables": [
+            {"title": "attention kinds: predicted against measured", "columns": columns, "rows": rows}]}})
+
+    good = claims_results.abstainers_sink(records("0.9956"))
+    assert good.verdict == "observed" and "softmax1: BOS mass 0.997 (min 0.9956), row mass 0.9972" in good.figure
+    assert claims_results.abstainers_sink(records("0.9900")).verdict == "not met"
+    with pytest.raises(NotInRun):
+        claims_results.abstainers_sink(Records({"beyond": {"status": "ok", "tables": [
+            {"title": "attention kinds: predicted against measured", "columns": columns, "rows": []}]}}))

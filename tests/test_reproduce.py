@@ -281,9 +281,39 @@ def test_a_part_alongside_runs_in_its_own_process_beside_the_others_and_its_read
     assert pids["zz_serial"] == f"pid {os.getpid()}" and pids["zz_side"] != pids["zz_serial"]
     spans = {name: load_part(out, name)["span"] for name in ("zz_serial", "zz_side")}
     assert spans["zz_side"][0] < spans["zz_serial"][1] and spans["zz_serial"][0] < spans["zz_side"][1]
-    assert any(line.startswith("[zz_side] ok in") and "alongside" in line for line in lines)
+    assert any(line.startswith("[zz_side] ok, ran alongside the other parts (its own time: ") and " s wall, " in line
+               and " s CPU" in line for line in lines)
 
     assert reproduce.reproduce(out, quick=True, device="cpu")["zz_side"] == "reused"
     (tmp_path / "fake_parts" / "zz_side.py").write_text(BROKEN_PART.format(name="zz_side", counter=str(counter)))
     statuses = reproduce.reproduce(out, quick=True, device="cpu", force=True)
     assert statuses["zz_side"] == "failed" and load_part(out, "zz_side")["error"] == "RuntimeError: solver exploded"
+
+
+def test_the_total_wall_time_counts_overlaps_once_and_not_the_idle_time_between_sessions():
+    """smt (0-100 s) beside proofs and constructions (0-50, 50-200), then a resume 1000 s later
+    (training 1200-1300): 300 s of work, not the 1300 s from the first start to the last end."""
+    records = [{"span": [0.0, 100.0], "wall_s": 100.0}, {"span": [0.0, 50.0], "wall_s": 50.0},
+               {"span": [50.0, 200.0], "wall_s": 150.0}, {"span": [1200.0, 1300.0], "wall_s": 100.0}]
+    assert reproduce.total_wall(records) == 300.0
+    assert reproduce.total_wall([{"wall_s": 5.0}, {"wall_s": 7.0}]) == 12.0  # records without spans: the sum
+
+
+def test_the_report_names_the_machine_once_when_a_torch_free_part_says_less_of_it(tmp_path, fake_parts):
+    """The smt part never imports torch, so its record lacks torch's dispatch: the same machine,
+    named once; a different machine is still named."""
+    fake_parts({"zz_a": OK_PART, "zz_b": OK_PART})
+    out = tmp_path / "results"
+    reproduce.reproduce(out, quick=True, device="cpu")
+    base = {"cpu": "AMD EPYC", "logical_cpus": 2, "owned_cores": 2, "vector": {"cpu_vector": "AVX2 (256 bit)"}}
+    for name, vector in (("zz_a", {}), ("zz_b", {"torch_cpu_capability": "AVX2"})):
+        record = json.loads((out / f"{name}.json").read_text())
+        record["machine"] = {**base, "vector": {**base["vector"], **vector}}
+        (out / f"{name}.json").write_text(json.dumps(record))
+    machine = next(line for line in build_report(out).read_text().splitlines() if line.startswith("Machine: "))
+    assert machine.startswith("Machine: AMD EPYC, 2 logical CPUs (2 owned), AVX2 (256 bit) (torch: AVX2). Load")
+    record = json.loads((out / "zz_a.json").read_text())
+    record["machine"]["cpu"] = "Intel Xeon"
+    (out / "zz_a.json").write_text(json.dumps(record))
+    machine = next(line for line in build_report(out).read_text().splitlines() if line.startswith("Machine: "))
+    assert "AMD EPYC" in machine and "Intel Xeon" in machine

@@ -74,21 +74,30 @@ def certify_networks(nets: list, L: int | list[int], workers: int = 1,
     if len(lengths) != len(nets):
         raise ValueError(f"{len(nets)} networks but {len(lengths)} lengths")
     workers = max(1, min(workers, len(nets)))
-    if workers == 1:
-        return [certify_network(net, n, target_ratio=target_ratio) for net, n in zip(nets, lengths)]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from empirical.host import watch
 
-    from empirical.host.device import limit_threads
-    from empirical.host.signals import stop_pool
+    with watch.stage("certificates over every input", len(nets)) as stage:
+        if workers == 1:
+            return [_advanced(stage, certify_network(net, n, target_ratio=target_ratio)) for net, n in zip(nets, lengths)]
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=limit_threads, initargs=(1,)) as pool:
-        try:
-            return list(pool.map(certify_network, nets, lengths, [True] * len(nets), [target_ratio] * len(nets)))
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the running certificates stop too, not only the queued
-            stop_pool(pool)
-            raise
+        from empirical.host.device import limit_threads
+        from empirical.host.signals import stop_pool
+
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=limit_threads, initargs=(1,)) as pool:
+            try:
+                return [_advanced(stage, c) for c in pool.map(certify_network, nets, lengths, [True] * len(nets),
+                                                              [target_ratio] * len(nets))]
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the running certificates stop too, not only the queued
+                stop_pool(pool)
+                raise
+
+
+def _advanced(stage, cert):
+    stage.advance()
+    return cert
 
 
 def measure(net, L: int, sequences: int = EVAL_SEQUENCES, trigger: int | None = None) -> dict[str, Any]:

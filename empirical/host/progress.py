@@ -1,7 +1,9 @@
 """Progress of long sweeps: on a terminal one line per job and an overall ETA, redrawn; in a log
 (stderr not a terminal: nohup, CI, a cluster job) one plain line per finished job with the
 elapsed time and an ETA at the rate so far, at most every 30 s, and a line on the running jobs
-at least every 5 minutes.
+at least every minute. A whole run (``sinks reproduce``) is watched by a ``Watch``
+(``empirical.host.watch``): the stages inside its parts say how far they are through
+``stage(...)``, and the Board's lines end with the whole run's ETA.
 
 Two halves that meet in files, so that they work across worker processes without any pipe:
 
@@ -35,9 +37,10 @@ PROGRESS_DIR = ".progress"
 REPORT_EVERY_S = 1.0
 DRAW_EVERY_S = 2.0
 LOG_EVERY_S = 30.0  # a log without a terminal: at most one line per 30 s ...
-LOG_ALIVE_S = 300.0  # ... and at least one per 5 minutes while jobs run
+LOG_ALIVE_S = 60.0  # ... and at least one per minute while work goes on
 
 _channel: dict[str, Any] = {"path": None, "last": 0.0}
+WATCHED: list = []  # the watched run in progress in this process (``empirical.host.watch``), if any
 
 
 def set_channel(path: str | os.PathLike | None) -> None:
@@ -103,6 +106,9 @@ class Board:
         self.clock = clock
         self.start = self.last_said = clock()
         self.unsaid: list[str] = []  # jobs finished since the last log line
+        self.run = WATCHED[-1] if WATCHED else None  # the run's ``empirical.host.watch.Watch``
+        if self.run is not None:  # while open, the board keeps the run's lines coming itself
+            self.run.boards += 1
 
     # -- events from the sweep driver --------------------------------------------------
 
@@ -140,6 +146,8 @@ class Board:
             self._draw()
         elif self.unsaid:
             self._say(self.log_line())
+        if self.run is not None:
+            self.run.boards, self.run = max(0, self.run.boards - 1), None
 
     # -- estimates ------------------------------------------------------------------------
 
@@ -187,9 +195,10 @@ class Board:
                    if j.state == "running" and j.info]
         eta, by_steps = self.steady_eta(), self.overall_eta()
         if eta is not None:
-            when = f"ETA ~{duration(eta)} at the rate so far"
+            when = f"the jobs' ETA ~{duration(eta)} at the rate so far"
         else:  # nothing finished yet: the running jobs' step rates, if they have reported
-            when = f"ETA ~{duration(by_steps)} from the step rates" if by_steps is not None else "ETA not known yet"
+            when = (f"the jobs' ETA ~{duration(by_steps)} from the step rates" if by_steps is not None
+                    else "the jobs' ETA not known yet")
         return (f"[{self.title}] {done}/{len(self.jobs)} jobs finished{finished}; "
                 + (f"running: {', '.join(running)}; " if running and not self.unsaid else "")
                 + f"{duration(self.clock() - self.start)} elapsed; {when}")
@@ -201,8 +210,12 @@ class Board:
             self._say(self.log_line())
 
     def _say(self, line: str) -> None:
-        self.stream.write(line + "\n")
-        self.stream.flush()
+        run = self.run
+        if run is not None:  # one voice for the whole run: its lines, its ETA, its quiet-time count
+            run.say(f"{line}; {run.summary()}")
+        else:
+            self.stream.write(line + "\n")
+            self.stream.flush()
         self.unsaid, self.last_said = [], self.clock()
 
     # -- drawing --------------------------------------------------------------------------

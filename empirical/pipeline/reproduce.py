@@ -44,6 +44,15 @@ PARTS = ("proofs", "constructions", "smt", "training", "beyond")
 # on the overlap: every z3 query runs under a work limit, not a clock (proofs/smt/hardkill.py).
 ALONGSIDE = ("smt",)
 AFTER = {"beyond": ("smt",)}
+# The per-part budget the whole run's ETA starts from (``empirical.host.watch``), wall seconds on
+# two idle cores: the default run of empirical/pipeline/README.md#cost-of-a-default-run (AMD EPYC,
+# 2026-12-04); for `--quick` the parts' CPU seconds on the same machine type, loaded (2026-12-07),
+# the training part's halved for its two workers. The ETA scales them by the pace the run
+# measures as it goes, so a loaded machine's ETA grows as soon as a part has run.
+BUDGET_S = {
+    False: {"proofs": 26.0, "constructions": 107.0, "smt": 447.0, "training": 934.0, "beyond": 78.0},
+    True: {"proofs": 61.0, "constructions": 43.0, "smt": 6.0, "training": 78.0, "beyond": 37.0},
+}
 # The report's one vocabulary: every claim's verdict is one of these words, defined here once; the
 # report's header, the READMEs' claims tables and tests/test_vocabulary.py read this table.
 VERDICT_MEANINGS = {
@@ -233,7 +242,28 @@ def reproduce(
         raise BadInput(f"results folder {results_dir} is a file, not a folder")
     results_dir.mkdir(parents=True, exist_ok=True)
     statuses: dict[str, str] = {}
-    beside = {name: _Alongside(name, results_dir, quick, device, force, log) for name in selection
+    from empirical.host import watch
+
+    plan = {name: BUDGET_S[bool(quick)].get(name, 0.0) for name in selection if part_exists(name)}
+    with watch.Watch(plan, log, live=_terminal(), alongside=ALONGSIDE, after=AFTER) as run:
+        statuses = _run_parts(selection, results_dir, quick, device, force, run)
+    statuses = {name: statuses.get(name, "missing") for name in selection}
+    report = build_report(results_dir)
+    log(f"report: {report}")
+    return statuses
+
+
+def _terminal() -> bool:
+    import sys
+
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+def _run_parts(selection, results_dir: Path, quick: bool, device: str, force: bool, run) -> dict[str, str]:
+    """Each selected part, the ``ALONGSIDE`` ones in a process of their own; ``run`` (a
+    ``empirical.host.watch.Watch``) hears of each and carries every line."""
+    statuses: dict[str, str] = {}
+    beside = {name: _Alongside(name, results_dir, quick, device, force, run) for name in selection
               if name in ALONGSIDE and part_exists(name)}
     try:
         for name in selection:
@@ -242,18 +272,28 @@ def reproduce(
             for before in AFTER.get(name, ()):
                 if before in beside:
                     statuses[before] = beside.pop(before).wait()
-            log(f"[{name}] running ({'quick' if quick else 'default'}, {device})" if part_exists(name)
-                else f"[{name}] missing: empirical/pipeline/parts/{name}.py does not exist")
-            start = time.perf_counter()
+            if not part_exists(name):
+                run.say(f"[{name}] missing: empirical/pipeline/parts/{name}.py does not exist")
+                statuses[name] = "missing"
+                continue
+            run.part_started(name)
+            run.say(f"[{name}] running ({'quick' if quick else 'default'}, {device}); {run.summary()}")
             statuses[name] = run_part(name, results_dir, quick, device, force)
-            if statuses[name] != "missing":
-                log(f"[{name}] {statuses[name]} in {time.perf_counter() - start:.1f} s"
-                    f"{_usage_note(results_dir, name, statuses[name])}")
+            run.part_ended(name, _wall(results_dir, name, statuses[name]))
+            run.say(f"[{name}] {statuses[name]}{_usage_note(results_dir, name, statuses[name])}; {run.summary()}")
         for name in list(beside):
             statuses[name] = beside.pop(name).wait()
     finally:  # an interrupted or failing run stops the parts beside it (their finished results stay)
         for part in beside.values():
             part.stop()
+    return statuses
+
+
+def _wall(results_dir: Path, name: str, status: str) -> float | None:
+    """The wall seconds a part that ran now took (its record's); None for a reused one."""
+    if status not in ("ok", "failed"):
+        return None
+    return float((load_part(results_dir, name) or {}).get("wall_s") or 0.0)
     statuses = {name: statuses.get(name, "missing") for name in selection}
     report = build_report(results_dir)
     log(f"report: {report}")
@@ -271,30 +311,39 @@ class _Alongside:
              "sys.exit(_alongside_main(sys.argv[1]))\n")
     STOP_GRACE_S = 30.0  # for its cleanup (solver workers closed) before it is killed
 
-    def __init__(self, name: str, results_dir: Path, quick: bool, device: str, force: bool, log):
+    def __init__(self, name: str, results_dir: Path, quick: bool, device: str, force: bool, run):
         import subprocess
         import sys
         import tempfile
 
-        self.name, self.results_dir, self.log, self.start = name, results_dir, log, time.perf_counter()
+        self.name, self.results_dir, self.run = name, results_dir, run
         handle, self.status_file = tempfile.mkstemp(prefix=f"sinks-{name}-", suffix=".status")
         os.close(handle)
         args = {"name": name, "dir": str(results_dir), "quick": quick, "device": device, "force": force,
                 "path": _parts_path(), "parts": list(PARTS), "status": self.status_file}
-        log(f"[{name}] running alongside the other parts ({'quick' if quick else 'default'}, {device})")
+        run.part_started(name, finished=self.finished)
+        run.say(f"[{name}] running alongside the other parts ({'quick' if quick else 'default'}, {device})")
         self.proc = subprocess.Popen([sys.executable, "-c", self.CHILD, json.dumps(args)],
                                      cwd=Path(__file__).resolve().parents[2])
+
+    def finished(self) -> float | None:
+        """Its wall seconds once its process has ended (as the watch asks), else None."""
+        if self.proc.poll() is None:
+            return None
+        return _wall(self.results_dir, self.name, "ok")
 
     def wait(self) -> str:
         code = self.proc.wait()
         status_path = Path(self.status_file)
         status = (status_path.read_text().strip() or "failed") if code == 0 else "failed"
         status_path.unlink(missing_ok=True)
+        self.run.part_ended(self.name, _wall(self.results_dir, self.name, status) if code == 0 else None)
         if code != 0:
-            self.log(f"[{self.name}] failed: its process ended with status {code}")
-        else:
-            self.log(f"[{self.name}] {status} in {time.perf_counter() - self.start:.1f} s, alongside"
-                     f"{_usage_note(self.results_dir, self.name, status)}")
+            self.run.say(f"[{self.name}] failed: its process ended with status {code}")
+        else:  # its own wall time: it ended maybe long before this wait
+            note = _usage_note(self.results_dir, self.name, status)
+            self.run.say(f"[{self.name}] {status}, ran alongside the other parts"
+                         + (f" (its own time: {note[2:]}" if note else "") + f"; {self.run.summary()}")
         return status
 
     def stop(self) -> None:
@@ -415,12 +464,14 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
     cpu = sum((r.get("usage") or {}).get("cpu_s", 0) for r in stored)
     from empirical.host.usage import describe_machine
 
-    machines = sorted({describe_machine(r["machine"]) for r in stored if r.get("machine")})
+    described = {describe_machine(r["machine"]) for r in stored if r.get("machine")}
+    # a part that never imported torch (proofs, smt) says less of the same machine: not another one
+    machines = sorted(m for m in described if not any(o.startswith(m + " (") for o in described))
     return ["", "## Parts", "",
             *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
-            "", f"Total wall time of the stored parts: {total:.1f} s, first start to last end (parts run "
-                f"alongside the others overlap them); CPU time {cpu:.1f} s (user + system, the parts' worker "
-                "processes included).",
+            "", f"Total wall time of the stored parts: {total:.1f} s, while some part ran (parts run "
+                f"alongside the others overlap them; the time between the sessions of a resumed run is not "
+                f"counted); CPU time {cpu:.1f} s (user + system, the parts' worker processes included).",
             "", "Machine: " + ("; ".join(machines) or "not recorded") + ". Load: the machine's 1-minute load "
                 "average while the part ran (mean of samples every 10 s, with start and end), every process "
                 "counted, the run's own workers included. On a loaded machine wall time overstates what an "
@@ -428,12 +479,17 @@ def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[s
 
 
 def total_wall(records: list[dict]) -> float:
-    """The wall time the stored parts took together: from the first start to the last end where
-    every record has its ``span`` (parts ``ALONGSIDE`` overlap the others), else the sum."""
+    """The wall time the stored parts took together: the length of the union of their ``span``s
+    (parts ``ALONGSIDE`` overlap the others; the time between two sessions of a resumed run, when
+    nothing ran, is not counted), else the sum of their walls."""
     spans = [r.get("span") for r in records]
-    if records and all(isinstance(s, list) and len(s) == 2 for s in spans):
-        return max(e for _, e in spans) - min(b for b, _ in spans)
-    return sum(r.get("wall_s", 0) for r in records)
+    if not (records and all(isinstance(s, list) and len(s) == 2 for s in spans)):
+        return sum(r.get("wall_s", 0) for r in records)
+    total, end = 0.0, float("-inf")
+    for begin, finish in sorted(spans):
+        total += max(0.0, finish - max(begin, end))
+        end = max(end, finish)
+    return total
 
 
 def _load_cell(usage: dict) -> str:

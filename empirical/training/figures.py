@@ -90,20 +90,40 @@ def _colorbar(fig, im, ax, label: str):
     return bar
 
 
+SHARED_RANGE = 3.0  # heads share one colour scale when their largest weights are within this factor
+
+
+def colour_scales(matrices: Sequence[Any]) -> list[float] | float:
+    """One colour scale's top for every map when their largest values share a range (within
+    ``SHARED_RANGE`` of each other), fitted to the largest; else each map's own top. A fixed 0-1
+    scale made ReLU weights of ~0.1 look empty."""
+    import numpy as np
+
+    tops = [float(np.max(m)) if np.size(m) else 0.0 for m in matrices]
+    tops = [t if t > 0 else 1e-12 for t in tops]
+    return max(tops) if max(tops) <= SHARED_RANGE * min(tops) else tops
+
+
 def head_grid(summary: dict[str, Any], path: str | Path, member: int = 0, stat: str = "mean") -> Path:
-    """Every head of a multi-layer run: rows are layers, columns heads."""
+    """Every head of a multi-layer run: rows are layers, columns heads; one colour scale fitted
+    to the heads' values where they share a range, else one per head (``colour_scales``)."""
     plt = _plt()
     c = summary["config"]
-    fig, axes = plt.subplots(c["layers"], c["heads"], figsize=(2.6 * c["heads"] + 0.8, 2.7 * c["layers"] + 0.4),
+    fig, axes = plt.subplots(c["layers"], c["heads"], figsize=(2.9 * c["heads"] + 0.8, 2.7 * c["layers"] + 0.4),
                              squeeze=False, layout="constrained")
     heads = summary["members"][member]["layers"]
+    maps = summary["patterns"][stat][member]
+    scales = colour_scales([maps[n][h] for n in range(c["layers"]) for h in range(c["heads"])])
+    label = f"attention weight a_ik ({stat} over {summary['eval']['sequences']} sequences)"
     for n in range(c["layers"]):
         for h in range(c["heads"]):
             mass = heads[n][h]["bos_nontrigger_mean"]
-            im = _imshow(axes[n][h], summary["patterns"][stat][member][n][h], f"L{n}H{h}: non-trigger BOS {mass:.3f}",
-                         vmax=1)
-    _colorbar(fig, im, axes.ravel().tolist(), f"attention weight a_ik ({stat} over {summary['eval']['sequences']} "
-                                              "sequences)")
+            top = scales[n * c["heads"] + h] if isinstance(scales, list) else scales
+            im = _imshow(axes[n][h], maps[n][h], f"L{n}H{h}: non-trigger BOS {mass:.3f}", vmax=top)
+            if isinstance(scales, list):  # each head its own scale, its own bar
+                _colorbar(fig, im, axes[n][h], "a_ik")
+    if not isinstance(scales, list):
+        _colorbar(fig, im, axes.ravel().tolist(), label + " (one scale)")
     fig.suptitle(f"{_title(summary)} seed {summary['members'][member]['seed']}: {stat} pattern "
                  f"(trigger {summary['eval']['trigger']})", fontsize=9)
     return save_png(fig, path)
@@ -117,14 +137,22 @@ def sink_vs_step(summary: dict[str, Any], path: str | Path) -> Path:
                                            height_ratios=(1, 1.3, 0.9))
     steps = [h["step"] for h in summary["history"]]
     for s, member in enumerate(summary["members"]):
-        mass = [h["bos_nontrigger_mean"][0][s][0] for h in summary["history"]]
-        line, = top.plot(steps, mass, label=f"seed {member['seed']} BOS mass (measured)")
-        gap.semilogy(steps, [max(1 - m, FLOOR) for m in mass], color=line.get_color())
+        # a seed that stopped ends at its stop step, marked: drawn on, it would look like a plateau
+        rows = [h for h in summary["history"] if h["step"] <= member.get("steps", steps[-1])]
+        x = [h["step"] for h in rows]
+        mass = [h["bos_nontrigger_mean"][0][s][0] for h in rows]
+        line, = top.plot(x, mass, label=f"seed {member['seed']} BOS mass (measured)")
+        col = line.get_color()
+        gap.semilogy(x, [max(1 - m, FLOOR) for m in mass], color=col)
         if "bound_mean" in summary["history"][0]:
-            bound = [max(h["bound_mean"][s], 0.0) for h in summary["history"]]
-            top.plot(steps, bound, "--", color=line.get_color(), label=f"seed {member['seed']} certified bound")
-            gap.semilogy(steps, [max(1 - b, FLOOR) for b in bound], "--", color=line.get_color())
-        bottom.semilogy(steps, [h["loss"][s] for h in summary["history"]], color=line.get_color())
+            bound = [max(h["bound_mean"][s], 0.0) for h in rows]
+            top.plot(x, bound, "--", color=col, label=f"seed {member['seed']} certified bound")
+            gap.semilogy(x, [max(1 - b, FLOOR) for b in bound], "--", color=col)
+        loss = [h["loss"][s] for h in rows]
+        bottom.semilogy(x, loss, color=col)
+        if member.get("converged") and x:
+            for ax, y in ((top, mass[-1]), (gap, max(1 - mass[-1], FLOOR)), (bottom, loss[-1])):
+                ax.plot(x[-1], y, "|", color=col, ms=12, mew=2)
     top.set_ylabel("non-trigger BOS mass\n(L0H0, linear)")
     top.set_ylim(-0.02, 1.02)
     top.legend(fontsize=6)
@@ -133,7 +161,8 @@ def sink_vs_step(summary: dict[str, Any], path: str | Path) -> Path:
     gap.text(steps[0], 0.012, "mass 0.99", fontsize=6, color="grey", va="bottom")
     bottom.set_ylabel("batch MSE")
     bottom.set_xlabel("training step")
-    fig.suptitle(f"{_title(summary)}: sink mass and certified bound (negative bounds drawn at 0)", fontsize=9)
+    fig.suptitle(f"{_title(summary)}: sink mass and certified bound (negative bounds drawn at 0);\n"
+                 "each seed ends at its stop step (|)", fontsize=9)
     return save_png(fig, path)
 
 

@@ -6,8 +6,9 @@
 already finished there with the same config are reused, as ``sinks reproduce`` does: use a fresh
 folder to time a whole run); without it, it reads a finished run's part records. It prints each
 part's wall time, CPU time (its worker processes included) and the load it ran at, the machine
-with its vector width, and the total against ``BUDGET_WALL_S`` (first start to last end: the smt
-part runs alongside the others, ``reproduce.ALONGSIDE``, so the parts' walls overlap). Plan by CPU time: the load moves
+with its vector width, and the total against ``BUDGET_WALL_S`` (the time some part ran,
+``reproduce.total_wall``: the smt part runs alongside the others, ``reproduce.ALONGSIDE``, so the
+parts' walls overlap). Plan by CPU time: the load moves
 wall time far more than CPU time, so a wall figure taken on a busy machine overstates an idle one's.
 """
 

@@ -226,9 +226,13 @@ def tradeoff_plot(constructions: dict[str, dict]):
     from empirical.training.figures import _plt
 
     plt = _plt()
-    fig, (ax_err, ax_bos) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
-    markers = ("o", "s", "^", "D", "v", "P", "X")
-    curves = [(name, c["curve"], m) for (name, c), m in zip(constructions.items(), markers * 2)]
+    fig, (ax_err, ax_bos, ax_soft) = plt.subplots(1, 3, figsize=(15, 4.6), layout="constrained",
+                                                  width_ratios=(1, 1, 0.6))
+    # curves that coincide (softmax1 and sink_logit have the same error) stay visible: each its
+    # own line style, and markers that shrink down the list, so that a later one sits inside
+    styles = (("o", "-", 11), ("s", "--", 8), ("^", ":", 7), ("D", "-.", 6), ("v", (0, (5, 1, 1, 1)), 6),
+              ("P", (0, (1, 2)), 6), ("X", (0, (3, 3)), 6))
+    curves = [(name, c["curve"], style) for (name, c), style in zip(constructions.items(), styles * 2)]
     for ax, key in ((ax_err, "max_error"), (ax_bos, "max_bos_mass")):
         values = [p[key] for _, curve, _ in curves for p in curve]
         if any(v == 0 for v in values):  # a symlog axis has a real 0, linear just below the smallest value
@@ -241,22 +245,25 @@ def tradeoff_plot(constructions: dict[str, dict]):
             ax.axhline(0, color="grey", lw=0.6, ls=":")
         else:
             ax.set_yscale("log")
-        for name, curve, marker in curves:
+        for name, curve, (marker, style, size) in curves:
             positive = [p for p in curve if p[key] > 0]
             line, = ax.plot([p["gap"] for p in positive], [p[key] for p in positive], marker=marker, label=name,
-                            fillstyle="none", markersize=7)
+                            ls=style, fillstyle="none", markersize=size, mew=1.4)
             zeros = [p["gap"] for p in curve if p[key] == 0]
             if zeros:
                 ax.plot(zeros, [0.0] * len(zeros), marker=marker, ls="none", color=line.get_color(), markersize=8,
                         label=f"{name}: exactly 0")
     gaps = [p["gap"] for p in next(iter(constructions.values()))["curve"]]
-    ax_err.plot(gaps, [float(softmax_head.max_error(g, 16)) for g in gaps], "k--", lw=1, label="softmax (BOS sink)")
-    ax_bos.plot(gaps, [float(softmax_head.bos_mass(g, 15)) for g in gaps], "k--", lw=1,
-                    label="softmax: min non-trigger BOS mass (-> 1)")
+    ax_err.plot(gaps, [float(softmax_head.max_error(g, 16)) for g in gaps], color="0.35", lw=2.5, alpha=0.5,
+                zorder=0, label="softmax (BOS sink)")
+    # the softmax head's BOS mass is a minimum that tends to 1: a panel of its own, not beside maxima
+    ax_soft.plot(gaps, [float(softmax_head.bos_mass(g, 15)) for g in gaps], "k-", marker="o", fillstyle="none")
+    ax_soft.set(xlabel="gap g", ylabel="min BOS mass at non-trigger queries", ylim=(0, 1.05),
+                title="softmax (BOS sink): the sink's mass -> 1")
     ax_err.set(xlabel="gap g", ylabel="certified worst-case max-abs error (L=16)", title="error")
-    ax_bos.set(xlabel="gap g", ylabel="max BOS mass at queries >= 1", title="BOS mass")
+    ax_bos.set(xlabel="gap g", ylabel="max BOS mass at queries >= 1", title="BOS mass of the heads that abstain")
     ax_err.legend(fontsize=7, loc="lower left")
-    ax_bos.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax_bos.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 0.1))  # above softpick's zeros
     return fig
 
 
@@ -364,7 +371,10 @@ NOTE = ("BOS mass: mean a_i0 over non-trigger queries 1..L-1 of the evaluation s
 
 
 def run(results_dir: Path, quick: bool, device: str) -> dict[str, Any]:
-    constructions = construction_results(quick)
+    from empirical.host import watch
+
+    with watch.stage("constructions of the kinds that can abstain"):
+        constructions = construction_results(quick)
     figure = tradeoff_figure(results_dir, constructions)
     runs = train_all(results_dir, plans(quick), device)
     k_rows, k_claims = kind_rows(runs, constructions, smt_kinds=stored_smt_kinds(results_dir))

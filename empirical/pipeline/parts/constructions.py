@@ -30,14 +30,17 @@ DEFAULT = {"relu": [(4, 7), (5, 4)], "relu-stack": [(4, 5, 2, 2), (4, 4, 4, 4)],
 
 def _exact(sizes: dict) -> dict[str, list]:
     from constructions import catalogue
+    from empirical.host import watch
 
     out: dict[str, list] = {}
-    for name, instances in sizes.items():
-        out[name] = []
-        for inst in instances:
-            d, L, *stack = inst
-            layers, heads = stack or (1, 1)
-            out[name].append(catalogue.verify(name, d=d, L=L, beta=BETA, layers=layers, heads=heads))
+    with watch.stage("exact checks on every sequence", sum(map(len, sizes.values()))) as stage:
+        for name, instances in sizes.items():
+            out[name] = []
+            for inst in instances:
+                d, L, *stack = inst
+                layers, heads = stack or (1, 1)
+                out[name].append(catalogue.verify(name, d=d, L=L, beta=BETA, layers=layers, heads=heads))
+                stage.advance(note=f"{name} d={d}, L={L}" + (f", {layers}x{heads}" if stack else ""))
     return out
 
 
@@ -75,22 +78,25 @@ def _float_rows(quick: bool, device: str) -> tuple[list[dict], list[list[Any]]]:
     from constructions import cancelling_heads, relu_head, softmax_head
 
     from empirical.analysis.float_check import float_check
+    from empirical.host import watch
 
     nets = {"relu": relu_head.build(D_FLOAT), "relu-stack 2x2": relu_head.build_stack(D_FLOAT, 2, 2),
             "softmax beta=10": softmax_head.build(D_FLOAT, BETA),
             "cancelling beta=10": cancelling_heads.build(D_FLOAT, BETA),
             "cancelling-stack beta=10": cancelling_heads.build_stack(D_FLOAT, BETA)}
     records, rows = [], []
-    for name, net in nets.items():
-        for L in LENGTHS:
-            batch = (16 if quick else 64) if L <= 256 else (4 if quick else 16)
-            r = float_check(net, L, batch=batch, seed=0, device=device, dtype=torch.float64)
-            bound = _float_bound(name, L)
-            r.update(construction=name, closed_form_bound=bound)
-            records.append(r)
-            # measured on the batch (to nearest) beside the closed-form error bound (rounded up)
-            rows.append([name, L, batch, f"{r['max_abs_error']:.3g}", format_up(bound, 3), f"{r['max_bos_weight']:.6g}",
-                         f"{r['min_bos_weight_off_trigger']:.6g}", f"{r['max_bos_weight_at_trigger']:.3g}"])
+    with watch.stage("float checks", len(nets) * len(LENGTHS)) as stage:
+        for name, net in nets.items():
+            for L in LENGTHS:
+                batch = (16 if quick else 64) if L <= 256 else (4 if quick else 16)
+                r = float_check(net, L, batch=batch, seed=0, device=device, dtype=torch.float64)
+                bound = _float_bound(name, L)
+                r.update(construction=name, closed_form_bound=bound)
+                records.append(r)
+                # measured on the batch (to nearest) beside the closed-form error bound (rounded up)
+                rows.append([name, L, batch, f"{r['max_abs_error']:.3g}", format_up(bound, 3), f"{r['max_bos_weight']:.6g}",
+                             f"{r['min_bos_weight_off_trigger']:.6g}", f"{r['max_bos_weight_at_trigger']:.3g}"])
+                stage.advance(note=f"{name} L={L}")
     return records, rows
 
 
@@ -167,9 +173,11 @@ def _multihead_claims(exact: dict) -> list[dict]:
 
 def _certificates():
     """The constructions certified over every input (``empirical.pipeline.parts.certificate_tables``)."""
+    from empirical.host import watch
     from empirical.pipeline.parts.certificate_tables import construction_certificates
 
-    return construction_certificates()
+    with watch.stage("certificates of the constructions"):
+        return construction_certificates()
 
 
 def _verdict(verdicts: list) -> str:

@@ -21,15 +21,18 @@ def ablate_runs(summaries: dict) -> dict[tuple, dict[str, Any]]:
     """{(kind, layers, heads): {"rows": [...]} or {"missing": reason}} for every run."""
     from constructions.errors import BadInput
     from empirical.analysis import ablation
+    from empirical.host import watch
 
     out = {}
-    for key, s in summaries.items():
-        try:
-            result = ablation.of_summary(s)
-        except BadInput as e:  # a record written before weights were stored
-            out[key] = {"missing": str(e)}
-            continue
-        out[key] = {"rows": ablation.rows(result, [m["seed"] for m in s["members"]])}
+    with watch.stage("ablations (runs)", len(summaries)) as stage:
+        for key, s in summaries.items():
+            try:
+                result = ablation.of_summary(s)
+            except BadInput as e:  # a record written before weights were stored
+                out[key] = {"missing": str(e)}
+            else:
+                out[key] = {"rows": ablation.rows(result, [m["seed"] for m in s["members"]])}
+            stage.advance(note="{} {}x{}".format(*key))
     return out
 
 
@@ -87,6 +90,8 @@ def figure(results_dir: Path, ablations: dict) -> str | None:
                        marker=marker, label=f"BOS {ablation.replace('_', ' ')}")
         ax.axhline(FUNCTIONAL_INCREASE, color="k", ls="--", lw=1, label=f"functional: > {FUNCTIONAL_INCREASE:g}")
         ax.set_yscale("symlog", linthresh=1e-3)
+        low = min(r[f"{which}_increase"] for r in a["rows"] for which in ("removed", "value_zeroed"))
+        ax.set_ylim(bottom=1.5 * low if low < 0 else 0.0)  # no empty negative range
         ax.set(xlabel="BOS mass at non-trigger queries (head, seed)", ylabel="eval max-abs error increase",
                title=f"{kind} {layers}x{heads}")
         ax.legend(fontsize=8)

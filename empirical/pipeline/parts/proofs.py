@@ -173,11 +173,15 @@ def kernel_record(verdicts: dict) -> tuple[list[dict], dict | None]:
 
 
 def run(results_dir: Path, quick: bool, device: str) -> dict:
+    from empirical.host import watch
     from proofs import registry
 
-    verdicts = {v.name: v for v in registry.run()}
+    with watch.stage("the statements in sympy, with the Coq kernel check"):
+        verdicts = {v.name: v for v in registry.run()}
     tables, kernel = kernel_record(verdicts)
-    return {"claims": claims_for(verdicts), "tables": [family_table_for_report(quick)] + tables,
+    with watch.stage("the softmax family table"):
+        family = family_table_for_report(quick)
+    return {"claims": claims_for(verdicts), "tables": [family] + tables,
             "verdicts": [v.to_dict() for v in verdicts.values()], "kernel": kernel}
 
 

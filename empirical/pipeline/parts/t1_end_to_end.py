@@ -239,12 +239,16 @@ def draw(results: list[dict], path: Path) -> Path:
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    markers = ("o", "s", "^", "D", "v", "P", "X")
     for ax, case in zip(axes, ("before", "after")):
         for k, r in enumerate(results):
             c, col = r["certificate"], colours[k % len(colours)]
             qs = [q for q in c["queries"] if q["case"] == case]
             x = [q["position"] for q in qs]
-            ax.plot(x, [1 - q["certified"] for q in qs], "o-", color=col, ms=3, label=f"{r['label']} certified")
+            # seeds whose points coincide stay visible: each its own hollow marker, shifted a little
+            shift = 0.14 * (k - (len(results) - 1) / 2)
+            ax.plot([i + shift for i in x], [1 - q["certified"] for q in qs], color=col, marker=markers[k % 7],
+                    ms=5, fillstyle="none", lw=0.9, alpha=0.85, label=f"{r['label']} certified")
             b = c["t1"]["bounds"]
             if b["all_applies"]:
                 ax.axhline(1 - b["all_bound"], color=col, ls="--", lw=0.8)
@@ -252,9 +256,9 @@ def draw(results: list[dict], path: Path) -> Path:
                 ax.axhline(1 - b["pre_bound"], color=col, ls=":", lw=0.8)
             pe = r["measured"]["per_example_bound_min"]
             px = [i for i in x if i in pe]
-            ax.plot(px, [1 - pe[i] for i in px], "x", color=col, ms=4)
+            ax.plot([i + shift for i in px], [1 - pe[i] for i in px], "x", color=col, ms=4)
         ax.set_yscale("log")
-        ax.set_xlabel("query position")
+        ax.set_xlabel("query position (seeds shifted a little apart)")
         ax.set_title(f"queries {case} the trigger", fontsize=9)
     axes[0].set_ylabel("1 - a_i0")
     handles = [plt.Line2D([], [], color="k", marker="o", ms=3, label="certified worst case (every input)"),
@@ -262,7 +266,8 @@ def draw(results: list[dict], path: Path) -> Path:
                plt.Line2D([], [], color="k", ls=":", label="T1 (a): f_pre(eta_up)"),
                plt.Line2D([], [], color="k", marker="x", ls="", label="per-example bound, worst on eval set")]
     # below the panels: inside, the legend covered the curves after the trigger
-    fig.legend(handles=handles + [plt.Line2D([], [], color=colours[k % len(colours)], label=r["label"])
+    fig.legend(handles=handles + [plt.Line2D([], [], color=colours[k % len(colours)], marker=markers[k % 7],
+                                             fillstyle="none", label=r["label"])
                                   for k, r in enumerate(results)], fontsize=7, loc="lower center", ncol=5)
     fig.subplots_adjust(bottom=0.27)
     fig.suptitle("T1 in full on worst-case trained heads: T1 says 1 - a_i0 <= f(eta_up); a certified point above its line "

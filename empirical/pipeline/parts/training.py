@@ -92,7 +92,7 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
         workers: int | None = None, **overrides) -> dict[str, Any]:
     """``runs``, ``workers`` and ``overrides`` (TrainConfig fields) exist for tests; the part
     itself runs ``DEFAULT_RUNS`` / ``QUICK_RUNS`` on the cores this process owns."""
-    from empirical.host import progress, usage
+    from empirical.host import progress, usage, watch
     from empirical.training import seed_groups
     from empirical.host.device import owned_cores
     from empirical.pipeline.sweep import run_sweep
@@ -118,15 +118,15 @@ def run(results_dir: Path, quick: bool, device: str, runs: tuple[Run, ...] | Non
         parts = [outcome.records[j.run_id]["result"] for g, j in planned if g.run == r]
         summaries[(r.kind, r.layers, r.heads)] = seed_groups.merge(parts, r.seeds)
     after = usage.Split()  # what runs in this process once the jobs are done
-    with after.phase("figures"):
+    with after.phase("figures"), watch.stage("figures"):
         figures = _figures(Path(results_dir), summaries)
-    with after.phase("certificates"):
+    with after.phase("certificates"), watch.stage("certificates"):
         cert_tables, cert_claims, certificates = _certificates(summaries, quick, workers)
-    with after.phase("ablations"):
+    with after.phase("ablations"):  # its stage: functional_sinks.ablate_runs
         functional = _functional_sinks(Path(results_dir), summaries)
     worst = None
     if own_runs:  # tests that pass their own runs skip it, so their phases stay the three above
-        with after.phase("worst-case setting"):
+        with after.phase("worst-case setting"), watch.stage("worst-case setting"):
             worst = _worst_case(Path(results_dir), quick, device, workers, outcome.records)
     return {
         "claims": _claims(summaries, figures) + cert_claims + functional["claims"] + (worst["claims"] if worst else []),

@@ -343,6 +343,21 @@ def normalised(R: Records) -> Result:
                                      f"{norm['seeds']} seeds); without BOS, seeds at the stop rule: " + ", ".join(stops))
 
 
+def abstainers_sink(R: Records) -> Result:
+    """With BOS available, trained heads of kinds that need no sink (softmax1, sink_logit) still
+    sink: from the beyond part's kinds table (mean / min BOS mass over seeds, row mass)."""
+    table = R.table("beyond", "attention kinds")
+    col = {name: n for n, name in enumerate(table["columns"])}
+    rows = {r[0]: r for r in table["rows"] if r[0] in ("softmax1", "sink_logit")}
+    if len(rows) < 2:
+        raise NotInRun("not in this run (softmax1 and sink_logit trained with BOS: the default `sinks reproduce`)")
+    masses = {k: [float(x) for x in r[col["1x1 BOS mass (mean / min over seeds)"]].split(" / ")] for k, r in rows.items()}
+    held = all(low > 0.99 for _, low in masses.values())
+    return Result("observed" if held else "not met",
+                  "; ".join(f"{k}: BOS mass {mean:.4g} (min {low:.4g}), row mass {rows[k][col['1x1 row mass']]}"
+                            for k, (mean, low) in masses.items()) + " (criterion > 0.99 in every seed)")
+
+
 def softpick(R: Records) -> Result:
     c = R.details("beyond")["constructions"]["softpick"]
     p = c["curve"][-1]

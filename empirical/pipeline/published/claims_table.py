@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .claims_results import (Result, abstaining, certified, functional, lm_probe, normalised, question_b_observed,
-                             semantics, smt, softpick, stacks, sufficiency, t1_bound, t1_in_full, t1_observed,
-                             t1_proved, t2_observed, t2_refuted, t3, t3_observed, variants)
+from .claims_results import (Result, abstainers_sink, abstaining, certified, functional, lm_probe, normalised,
+                             question_b_observed, semantics, smt, softpick, stacks, sufficiency, t1_bound, t1_in_full,
+                             t1_observed, t1_proved, t2_observed, t2_refuted, t3, t3_observed, variants)
 from .records import NotInRun, Records
 
 COLUMNS = ["claim", "verdict", "result", "how to check"]
@@ -34,9 +34,29 @@ class Row:
     result: Callable[[Records], Result]
 
     def check(self) -> str:
-        """The command, the results file it writes (if any), then the tests."""
-        files = f" ({self.files})" if self.files not in ("", "—") else ""
-        return "; ".join(part for part in (f"{self.command}{files}", self.test) if part)
+        """The command, the results file it writes (if any), then the tests; a results file the
+        command does not write is named with the command that does."""
+        files = self.files if self.files not in ("", "—") else ""
+        if files and files.strip("`") not in written_by(self.command):
+            part = files.strip("`").removeprefix("results/").removesuffix(".json")
+            cited = f"{self.command}; {files} from `sinks reproduce --only {part}`"
+        else:
+            cited = f"{self.command} ({files})" if files else self.command
+        return "; ".join(part for part in (cited, self.test) if part)
+
+
+def written_by(command: str) -> set[str]:
+    """The results files a command the READMEs cite writes on its defaults (``--out results``):
+    ``sinks reproduce`` its parts' files (``reproduce.part_path``), REPORT.md and claims.json;
+    ``sinks prove`` proofs.json; ``sinks search`` smt.json; any other command none in ``results/``
+    itself (tests/test_cited_files.py holds this to the commands)."""
+    from empirical.pipeline import reproduce
+
+    words = command.strip("`").split()
+    if words[:2] == ["sinks", "reproduce"]:
+        parts = words[words.index("--only") + 1:] if "--only" in words else list(reproduce.PARTS)
+        return {f"results/{p}.json" for p in parts} | {f"results/{reproduce.REPORT}", "results/claims.json"}
+    return {f"results/{name}" for cmd, name in (("prove", "proofs.json"), ("search", "smt.json")) if words[:2] == ["sinks", cmd]}
 
 
 def build(R: Records) -> tuple[list[str], list[list[str]]]:
@@ -102,6 +122,9 @@ ROWS = (
     Row("Beyond: a normalised kind (sigmoid_norm) sinks like softmax; kinds that can abstain solve the task without "
         "BOS, normalised ones cannot", "`sinks beyond --variants reference,no_bos`", "`tests/test_beyond_training.py`",
         BEYOND, normalised),
+    Row("Beyond: with BOS available, trained softmax1 and sink_logit heads still sink (BOS mass > 0.99 in every "
+        "seed; what training finds, not what the task needs: both solve it without BOS)",
+        "`sinks beyond --kinds softmax1,sink_logit`", "`tests/test_beyond_training.py`", BEYOND, abstainers_sink),
     Row("Beyond: softpick (arXiv:2504.20966) can abstain: a sink-free head solves the task; trained heads form no sink",
         "`sinks beyond --kinds softpick`", "`tests/test_abstaining_heads.py`", BEYOND, softpick),
     Row("Functional sinks: heads whose BOS attention the trained model relies on (error up > 0.05 when BOS is "
