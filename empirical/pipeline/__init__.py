@@ -1,5 +1,5 @@
 """The pipeline on top: the ``sinks`` CLI (``cli``, one module per command in ``commands/``),
-``sinks reproduce`` and its parts (``reproduce``, ``parts/``), resumable sweeps of registered jobs
+``sinks reproduce`` and its parts (``reproduce``, ``parts/``), REPORT.md's rendering (``report``), resumable sweeps of registered jobs
 (``sweep``) and the README tables generated from a run (``published/``). The one place that wires
 the rooms below together; no room imports it.
 
@@ -8,4 +8,4 @@ the parts, a command calls any of them, the CLI dispatches to the commands by na
 """
 
 PUBLIC = ()
-RANKS = {"sweep": 0, "reproduce": 0, "parts": 1, "published": 2, "commands": 3, "cli": 4}
+RANKS = {"sweep": 0, "report": 0, "reproduce": 1, "parts": 2, "published": 3, "commands": 4, "cli": 5}

@@ -34,6 +34,8 @@ from typing import Any, Callable, Iterable
 
 from constructions.errors import BadInput
 from constructions.files import provenance, to_jsonable, write_atomic, write_json
+from empirical.pipeline import report
+from empirical.pipeline.report import total_wall  # noqa: F401  (part of this module's API: the report's total)
 
 PARTS = ("proofs", "constructions", "smt", "training", "beyond")
 # Parts that run in a process of their own beside the others, started first: z3 is single-threaded,
@@ -294,10 +296,6 @@ def _wall(results_dir: Path, name: str, status: str) -> float | None:
     if status not in ("ok", "failed"):
         return None
     return float((load_part(results_dir, name) or {}).get("wall_s") or 0.0)
-    statuses = {name: statuses.get(name, "missing") for name in selection}
-    report = build_report(results_dir)
-    log(f"report: {report}")
-    return statuses
 
 
 class _Alongside:
@@ -385,44 +383,7 @@ def _usage_note(results_dir: Path, name: str, status: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------
-# The report, from the part files only.
-
-
-class _Raw(str):
-    """A cell already formatted as markdown (not escaped again)."""
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
-
-
-def _code(text: str) -> str:
-    return f"`{_cell(text)}`" if text else "—"
-
-
-def _row(cells: Iterable[Any]) -> str:
-    return "| " + " | ".join(_cell(c) if not isinstance(c, _Raw) else str(c) for c in cells) + " |"
-
-
-def _table(columns: list[str], rows: list[list[Any]]) -> list[str]:
-    return [_row(columns), "|" + "---|" * len(columns), *(_row(r) for r in rows)]
-
-
-def _figure_links(results_dir: Path, figures: list[str]) -> _Raw:
-    links = [f"[{f}]({f})" + ("" if (results_dir / f).exists() else " (missing)") for f in figures]
-    return _Raw(", ".join(links) or "—")
-
-
-def _absence(results_dir: Path, name: str) -> str:
-    if part_path(results_dir, name).exists():
-        return f"unreadable results file {name}.json (rerun `sinks reproduce --only {name}`)"
-    if not part_exists(name):
-        return f"missing: module empirical/pipeline/parts/{name}.py does not exist"
-    return f"not run yet (`sinks reproduce --only {name}`)"
+# The report, from the part files only (rendered by ``empirical.pipeline.report``).
 
 
 def build_report(results_dir: str | Path) -> Path:
@@ -431,94 +392,14 @@ def build_report(results_dir: str | Path) -> Path:
     if not results_dir.is_dir():
         raise BadInput(f"results folder not found: {results_dir}")
     records = {name: load_part(results_dir, name) for name in PARTS}
-    lines = [
-        "# Reproduction report",
-        "",
-        "Built from the part files in this folder (`<part>.json`, written by `sinks reproduce`); "
-        "rebuild it with `sinks report --results <folder>`. SPEC is the project's specification, "
-        "constructions/SPEC.md (section 4: the reference results set beside the runs). Verdicts: "
-        + "; ".join(f"*{word}*: {meaning}" for word, meaning in VERDICT_MEANINGS.items()) + ".",
-        *_parts_section(results_dir, records),
-        *_claims_section(results_dir, records),
-        *_tables_section(records),
-    ]
-    text = "\n".join(lines) + "\n"
+    absent = {name: _absence(results_dir, name) for name, record in records.items() if record is None}
+    text = report.render(results_dir, records, absent, VERDICT_MEANINGS)
     return write_atomic(results_dir / REPORT, lambda f: f.write(text))
 
 
-def _parts_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:
-    rows = []
-    for name, record in records.items():
-        if record is None:
-            rows.append([name, _absence(results_dir, name), "", "", "", "", "", "", ""])
-            continue
-        config = record.get("provenance", {}).get("config") or {}
-        status = record.get("status", "?") + (f": {record['error']}" if record.get("error") else "")
-        usage = record.get("usage") or {}
-        rows.append([name, status, "quick" if config.get("quick") else "default",
-                     record.get("provenance", {}).get("device", "?"), f"{record.get('wall_s', 0):.1f} s",
-                     f"{usage['cpu_s']:.1f} s" if "cpu_s" in usage else "not recorded", _load_cell(usage),
-                     len(record["claims"]), _Raw(f"[{name}.json]({name}.json)")])
-    stored = [r for r in records.values() if r]
-    total = total_wall(stored)
-    cpu = sum((r.get("usage") or {}).get("cpu_s", 0) for r in stored)
-    from empirical.host.usage import describe_machine
-
-    described = {describe_machine(r["machine"]) for r in stored if r.get("machine")}
-    # a part that never imported torch (proofs, smt) says less of the same machine: not another one
-    machines = sorted(m for m in described if not any(o.startswith(m + " (") for o in described))
-    return ["", "## Parts", "",
-            *_table(["part", "status", "mode", "device", "wall time", "CPU time", "load", "claims", "file"], rows),
-            "", f"Total wall time of the stored parts: {total:.1f} s, while some part ran (parts run "
-                f"alongside the others overlap them; the time between the sessions of a resumed run is not "
-                f"counted); CPU time {cpu:.1f} s (user + system, the parts' worker processes included).",
-            "", "Machine: " + ("; ".join(machines) or "not recorded") + ". Load: the machine's 1-minute load "
-                "average while the part ran (mean of samples every 10 s, with start and end), every process "
-                "counted, the run's own workers included. On a loaded machine wall time overstates what an "
-                "idle one needs; CPU time moves much less with the load."]
-
-
-def total_wall(records: list[dict]) -> float:
-    """The wall time the stored parts took together: the length of the union of their ``span``s
-    (parts ``ALONGSIDE`` overlap the others; the time between two sessions of a resumed run, when
-    nothing ran, is not counted), else the sum of their walls."""
-    spans = [r.get("span") for r in records]
-    if not (records and all(isinstance(s, list) and len(s) == 2 for s in spans)):
-        return sum(r.get("wall_s", 0) for r in records)
-    total, end = 0.0, float("-inf")
-    for begin, finish in sorted(spans):
-        total += max(0.0, finish - max(begin, end))
-        end = max(end, finish)
-    return total
-
-
-def _load_cell(usage: dict) -> str:
-    if usage.get("load_mean") is None:
-        return "not recorded"
-    return f"{usage['load_mean']:.1f} ({usage['load_start']:.1f} → {usage['load_end']:.1f})"
-
-
-def _claims_section(results_dir: Path, records: dict[str, dict | None]) -> list[str]:
-    rows, counts = [], {}
-    for name, record in records.items():
-        for claim in (record or {}).get("claims", []):
-            counts[claim["verdict"]] = counts.get(claim["verdict"], 0) + 1
-            rows.append([name, claim["claim"], _Raw(f"**{_cell(claim['verdict'])}**"), claim["evidence"],
-                         _Raw(_code(claim["test"])), _Raw(_code(claim["command"])),
-                         _figure_links(results_dir, claim["figures"])])
-    if not rows:
-        return ["", "## Claims", "", "No claims stored yet."]
-    tally = ", ".join(f"{v} {counts[v]}" for v in VERDICTS if v in counts)
-    return ["", "## Claims", "", *_table(["part", "claim", "verdict", "evidence", "test", "command", "figures"], rows),
-            "", f"Verdicts: {tally}."]
-
-
-def _tables_section(records: dict[str, dict | None]) -> list[str]:
-    lines = []
-    for name, record in records.items():
-        for table in (record or {}).get("tables", []):
-            lines += ["", f"## {name}: {_cell(table['title'])}", ""]
-            lines += _table([str(c) for c in table["columns"]], table["rows"])
-            if table["note"]:
-                lines += ["", _cell(table["note"])]
-    return lines
+def _absence(results_dir: Path, name: str) -> str:
+    if part_path(results_dir, name).exists():
+        return f"unreadable results file {name}.json (rerun `sinks reproduce --only {name}`)"
+    if not part_exists(name):
+        return f"missing: module empirical/pipeline/parts/{name}.py does not exist"
+    return f"not run yet (`sinks reproduce --only {name}`)"
