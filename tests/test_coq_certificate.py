@@ -68,6 +68,8 @@ def test_a_certificate_that_cannot_close_fails_closed(monkeypatch, capsys):
     certify command records the reason and runs no Coq."""
     with pytest.raises(export.Unclosed, match="did not close within 50 leaves") as small:
         export.build(random_head(6, 0), 5, tol=1e-1, max_leaves=50)
+    with pytest.raises(export.Unclosed, match="worst leaf inf"):  # a leaf sum beyond a float: no OverflowError
+        export._refine(lambda box: Fraction(10) ** 400, 1, [[1] * 4 for _ in range(4)], 1.0, max_leaves=4)
     net = softmax_head.build(6, Fraction(3001, 300))
     assert export.single_head_form(net)[1] == 300
     real = export.LeafBound

@@ -14,9 +14,10 @@ certificate as one .v file.
 
 A certificate that cannot close fails closed (``Unclosed``, a one-line reason, nothing written):
 when a tree reaches ``MAX_LEAVES`` leaves with its worst leaf still above the goal, or when an exp
-argument lies beyond +-``EXP_ARG_MAX`` (its table entry would be an integer of ~1.44 |u| bits: a
-score form off by its denominator D once asked for e^(10^30); e^1000 already makes the figure
-nothing). The two bound the exporter's time and memory; both decide whether a certificate exists.
+argument lies beyond +-``EXP_ARG_MAX`` (its table entry would be an integer of ~1.44 |u| bits; a
+score form taken as N instead of N / D multiplies every argument by D, and one such tree grew to
+23 GB; e^1000 already makes the figure nothing). The two bound the exporter's time and memory;
+both decide whether a certificate exists.
 
 Why not the branch and bound's own leaves: ``proofs.certify.arithmetic.branch`` reduces monotone
 coordinates to faces and splits convex ones into faces, so its leaves do not cover the box;
@@ -103,7 +104,7 @@ class ExpTables:
     def _parts(self, u: Fraction) -> tuple[Fraction, Fraction]:
         """(e1 e2 e3, x) with u = a + b/32 + c/1024 + x, 0 <= x < 1/1024 (the checker's split)."""
         if abs(u) > EXP_ARG_MAX:
-            raise Unclosed(f"an exp argument {float(u):.3g} lies beyond +-{EXP_ARG_MAX} (EXP_ARG_MAX): no certificate "
+            raise Unclosed(f"an exp argument {_magnitude(u)} lies beyond +-{EXP_ARG_MAX} (EXP_ARG_MAX): no certificate "
                            f"(is the score form's scale right?)")
         a = math.floor(u)
         r1 = u - a
@@ -120,6 +121,13 @@ class ExpTables:
     def down(self, u: Fraction) -> Fraction:
         e, x = self._parts(u)
         return e * (1 + x)
+
+
+def _magnitude(u: Fraction) -> str:
+    """``u`` to 3 digits, also where it is beyond a float's range."""
+    if abs(u) < 10 ** 300:
+        return f"{float(u):.3g}"
+    return f"{'-' if u < 0 else ''}~1e{len(str(math.floor(abs(u)))) - 1}"
 
 
 class LeafBound:
@@ -233,7 +241,7 @@ def _refine(badness, n: int, N, goal: float, max_leaves: int = MAX_LEAVES, what:
     root = [(Fraction(-1), Fraction(1))] * n
     nodes: dict[int, Any] = {}  # id -> (k, left id, right id) for split nodes
     first = badness(root)
-    heap, leaves, counter = [(-float(first), 0, root)], {0: first}, 1
+    heap, leaves, counter = [(-_float(first), 0, root)], {0: first}, 1
     while heap and len(leaves) < max_leaves and -heap[0][0] > goal:
         _, i, box = heapq.heappop(heap)
         k = _split_coordinate(N, box)
@@ -241,7 +249,7 @@ def _refine(badness, n: int, N, goal: float, max_leaves: int = MAX_LEAVES, what:
         nodes[i] = (k, counter, counter + 1)
         for child in _halves(box, k):
             leaves[counter] = badness(child)
-            heapq.heappush(heap, (-float(leaves[counter]), counter, child))
+            heapq.heappush(heap, (-_float(leaves[counter]), counter, child))
             counter += 1
     if heap and -heap[0][0] > goal:
         raise Unclosed(f"the {what} tree did not close within {max_leaves} leaves: worst leaf {-heap[0][0]:.6g}, "
@@ -251,6 +259,14 @@ def _refine(badness, n: int, N, goal: float, max_leaves: int = MAX_LEAVES, what:
         return None if i not in nodes else (nodes[i][0], tree(nodes[i][1]), tree(nodes[i][2]))
 
     return tree(0), leaves
+
+
+def _float(x: Fraction) -> float:
+    """x as a float, +-inf beyond the float range (a leaf sum up to L e^EXP_ARG_MAX)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def _depth(t) -> int:
