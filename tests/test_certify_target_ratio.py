@@ -20,10 +20,15 @@ TARGETS = (1.0, 1.09, 1.5)  # cannot be met (eta_up > eta_lo here); met by refin
 
 
 @pytest.fixture(scope="module")
-def brackets():
+def head_cert():
+    return sink.certify_head(sink_head(), L)
+
+
+@pytest.fixture(scope="module")
+def brackets(head_cert):
     net = sink_head()
     h = heads.head_maps(net)
-    cert = sink.certify_head(net, L)
+    cert = head_cert
     brute = max(brute_rows(h, j, _grid(2, 9), _grid(2, 7)).max() for j in range(2, L))  # every trigger position
     return brute, {t: eta.bracket(net, h, L, cert["queries"], target_ratio=t) for t in TARGETS}
 
@@ -66,3 +71,27 @@ def test_the_cli_records_the_target_and_says_when_it_is_not_met(tmp_path, capsys
     e = record["results"][0]["certificate"]["eta"]
     assert record["target_ratio"] == 1.0 and record["provenance"]["config"]["target_ratio"] == 1.0
     assert e["target_met"] is False and "target ratio 1 NOT met" in out
+
+
+def test_a_ratio_just_above_the_target_is_not_met(tmp_path, capsys, monkeypatch, head_cert):
+    """eta_up / eta_lo = 1.104 against the default target 1.1: not met, in the record and the printed
+    line (a decision on the ratio rounded to 3 digits, 1.10, would say met)."""
+    real_lower, real_upper = eta.witness.eta_lower, eta.error.eta_upper
+    seen = {}
+
+    def lower(*args, **kwargs):
+        seen.update(real_lower(*args, **kwargs))
+        return dict(seen)
+
+    monkeypatch.setattr(eta.witness, "eta_lower", lower)
+    monkeypatch.setattr(eta.error, "eta_upper", lambda *a, **k: {**real_upper(*a, **k), "eta_up": seen["eta_lo"] * 1.104})
+    monkeypatch.setattr(eta, "vertex_applies", lambda h: False)  # eta_up as set, not refined
+    monkeypatch.setattr(sink, "certify_head", lambda net, length, *a, **k: head_cert)  # this head at L, computed once
+    path = write_network_json(tmp_path / "w.json", sink_head())
+    code = cli.main(["certify", str(path), "--L", str(L), "--no-measure", "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    e = json.loads((tmp_path / "o" / "certify.json").read_text())["results"][0]["certificate"]["eta"]
+    assert e["target_ratio"] == eta.TARGET_RATIO == 1.1 and 1.1 < e["ratio"] < 1.105 and round(e["ratio"], 2) == 1.1
+    assert e["target_met"] is False
+    assert "ratio 1.11; target ratio 1.1 NOT met" in out  # rounded up, to the verdict's side

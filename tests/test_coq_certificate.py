@@ -55,9 +55,33 @@ def sequence(d: int, j: int, contents) -> np.ndarray:
 
 def test_the_score_form_is_the_head_exactly():
     net = random_head(6, 0)
-    cert = export.build(net, 5, tol=1e-1, max_leaves=50)
+    N, D = export.single_head_form(net)  # what build puts in the certificate and LeafBound reads
     M = heads.head_maps(net).M_exact
-    assert all(Fraction(cert.N[a][b], cert.D) == M[a][b] for a in range(6) for b in range(6))
+    assert all(Fraction(N[a][b], D) == M[a][b] for a in range(6) for b in range(6))
+
+
+def test_a_certificate_that_cannot_close_fails_closed(monkeypatch, capsys):
+    """No certificate, a one-line reason, within the budget: a tree that needs more than its
+    leaves, and a score form off by its denominator (the leaf bound reading N as M: here gaps of
+    -3001 instead of -3001/300, an exp table entry of ~4000 bits that would then "close" the tree
+    with a figure the head does not have; a positive gap that size grew a tree to 23 GB). The
+    certify command records the reason and runs no Coq."""
+    with pytest.raises(export.Unclosed, match="did not close within 50 leaves") as small:
+        export.build(random_head(6, 0), 5, tol=1e-1, max_leaves=50)
+    with pytest.raises(export.Unclosed, match="worst leaf inf"):  # a leaf sum beyond a float: no OverflowError
+        export._refine(lambda box: Fraction(10) ** 400, 1, [[1] * 4 for _ in range(4)], 1.0, max_leaves=4)
+    net = softmax_head.build(6, Fraction(3001, 300))
+    assert export.single_head_form(net)[1] == 300
+    real = export.LeafBound
+    monkeypatch.setattr(export, "LeafBound", lambda N, D, L, tables: real(N, 1, L, tables))
+    with pytest.raises(export.Unclosed, match="EXP_ARG_MAX") as scale:
+        export.build(net, 6)
+    assert all("\n" not in str(e.value) for e in (small, scale))
+    from empirical.pipeline.commands import certify
+
+    record = certify._coq(net, 6, {"type": "single head"})
+    out = capsys.readouterr().out
+    assert record == {"ran": False, "reason": str(scale.value)} and out == f"  Coq: not run ({scale.value})\n"
 
 
 def test_bos_gap_figure_is_the_closed_form():
@@ -135,7 +159,7 @@ def test_leaf_gaps_bound_sampled_inputs():
     the box and key contents (random, and the vertex that maximises the content key's score)."""
     d, L = 6, 6
     net = random_head(d, 1, scale=0.7)
-    cert = export.build(net, L, tol=1e-2, max_leaves=200)
+    cert = export.build(net, L, tol=1e-2, max_leaves=400)  # closes at 34 + 251 leaves
     M = heads.head_maps(net).M
     bound = export.LeafBound(cert.N, cert.D, L, export.ExpTables())
     rng = np.random.default_rng(2)

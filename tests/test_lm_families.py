@@ -89,3 +89,31 @@ def test_on_random_tokens_the_inputs_differ_and_the_bound_still_holds():
     s = repeated.head_summary(repeated.stack(per_layer))
     assert s["input_spread_max"].min() > 1e-2
     assert s["mass_minus_bound_max"].max() <= 1e-12
+
+
+@needs_lm
+def test_with_bos_first_xi_is_the_largest_query_norm_and_bounds_every_score():
+    """BOS then one token repeated (as the Gemma probe runs): the positions' query norms differ, so
+    xi must take the largest over them (and over the keys): scaling * max_i ||q_i|| * max_j ||k_j||,
+    computed here position by position, bounds every score s_ij, and the bound holds at every query."""
+    from empirical.lm import extract
+
+    model = tiny_llama(seed=1, sharpen=6.0, layers=2)
+    x_ids = families.drawn(FakeTokenizer(), 12, 0, count=3, seed=4)["repeated"]
+    rec = extract.record(model, x_ids)
+    geo = extract.geometry(model)
+    below_largest = 0
+    for n in range(2):
+        got = repeated.layer_bound(model, n, rec.inputs[n], geo)
+        q, k, _ = extract.projections(model, n, rec.inputs[n], geo)
+        for h in range(geo.heads):
+            kh = k[:, geo.kv_head(h)]  # [B, T, dh]
+            q_norms = [q[:, h, i].norm(dim=-1) for i in range(q.shape[2])]  # per position, [B] each
+            k_largest = torch.stack([kh[:, j].norm(dim=-1) for j in range(kh.shape[1])]).amax(dim=0)
+            want = abs(geo.scaling) * torch.stack(q_norms).amax(dim=0) * k_largest
+            assert torch.allclose(got["xi"][h], want, rtol=1e-12, atol=0), (n, h)
+            scores = geo.scaling * q[:, h] @ kh.transpose(-1, -2)  # [B, T, T], every pair
+            assert (scores.abs() <= got["xi"][h][:, None, None] * (1 + 1e-12)).all(), (n, h)
+            below_largest += int((abs(geo.scaling) * q_norms[0] * k_largest < 0.9 * want).sum())
+        assert (got["mass"] - got["bound"]).max().item() <= 1e-12  # at every (head, text, query)
+    assert below_largest > 0  # query 0's norm is not the largest here: a bound reading it alone is wrong

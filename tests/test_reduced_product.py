@@ -11,25 +11,27 @@ from tests.benchmarks.bench_reduced_product import certify, narrow
 from tests.test_certify_stack import enumerated_minima, sinking_stack
 
 
-def correlated_samples(seed: int, n: int = 20000, E: int = 5):
+def correlated_samples(seed: int, n: int = 20000, E: int = 5, shift: float = 0.0):
     """x = c + G e + t where the remainder t mostly cancels the linear part (t = -G e + noise,
     clipped to |t| <= r), as when one domain's error is the other's known shape: so [lo, hi], the
-    samples' range, is much narrower than the linear part and narrowing t is possible."""
+    samples' range, is much narrower than the linear part and narrowing t is possible. ``shift``:
+    t = -G e + shift r + noise instead, so [lo, hi] lies off the form's centre c and the narrowed
+    remainder's centre must move."""
     rng = np.random.default_rng(seed)
     c, G = rng.normal(0, 2), rng.normal(0, 1, E)
     rho = np.abs(G).sum()
     r = rho * rng.uniform(0.5, 1.5)
     g = rng.uniform(-1, 1, (n, E)) @ G
-    t = np.clip(-g + rng.uniform(-0.1, 0.1, n), -r, r)
+    t = np.clip(-g + shift * r + rng.uniform(-0.1, 0.1, n), -r, r)
     x = c + g + t
     return c, rho, r, t, x.min(), x.max()
 
 
-def escapes(narrowing, seeds=range(20)) -> int:
+def escapes(narrowing, seeds=range(20), shift: float = 0.0) -> int:
     """How many sampled remainders fall outside the narrowed remainder."""
     count = 0
     for s in seeds:
-        c, rho, r, t, lo, hi = correlated_samples(s)
+        c, rho, r, t, lo, hi = correlated_samples(s, shift=shift)
         centre, radius = narrowing(np.array(c), np.array(rho), np.array(r), np.array(lo), np.array(hi))
         count += int(np.sum(np.abs(c + t - centre) > radius))
     return count
@@ -49,6 +51,26 @@ def test_narrow_keeps_every_sampled_remainder_and_a_wrong_one_does_not():
         return c + (t_lo + t_hi) / 2, (t_hi - t_lo) / 2
 
     assert escapes(without_linear_part) > 0 and escapes(inward) > 0
+
+
+SHIFTS = (-0.6, -0.3, 0.3, 0.6)
+
+
+def test_narrow_moves_the_centre_of_an_off_centre_intersection_and_keeping_it_fails():
+    """[lo, hi] off the form's centre (by shift r): the remainder's range meets it on one side, so
+    the narrowed remainder is centred elsewhere; the samples stay inside, and a narrowing that keeps
+    the old centre (with the narrowed half-width) lets some escape."""
+    for shift in SHIFTS:
+        assert escapes(narrow, shift=shift) == 0, shift
+        c, rho, r, _, lo, hi = correlated_samples(0, shift=shift)
+        centre, radius = narrow(np.array(c), np.array(rho), np.array(r), np.array(lo), np.array(hi))
+        assert radius < r and np.sign(centre - c) == np.sign(shift) and abs(centre - c) > 0.1 * r, shift
+
+    def keeps_centre(c, rho, r, lo, hi):  # planted: the narrowed half-width about the old centre
+        return c, narrow(c, rho, r, lo, hi)[1]
+
+    assert escapes(keeps_centre) == 0  # centred samples cannot tell it apart
+    assert all(escapes(keeps_centre, shift=shift) > 0 for shift in SHIFTS)
 
 
 def test_narrow_refuses_disjoint_enclosures():

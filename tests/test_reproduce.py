@@ -317,3 +317,47 @@ def test_the_report_names_the_machine_once_when_a_torch_free_part_says_less_of_i
     (out / "zz_a.json").write_text(json.dumps(record))
     machine = next(line for line in build_report(out).read_text().splitlines() if line.startswith("Machine: "))
     assert "AMD EPYC" in machine and "Intel Xeon" in machine
+
+SLOW_SMT_PART = '''
+import time
+from pathlib import Path
+def run(results_dir, quick, device):
+    """Still running well after training has finished: it waits for training's marker, then 1.5 s."""
+    deadline = time.monotonic() + 60  # a net only: training runs beside it
+    while not Path({marker!r} + ".training").exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("training never ran beside smt")
+        time.sleep(0.02)
+    time.sleep(1.5)
+    with open({counter!r}, "a") as f:
+        f.write("{name}\\n")
+    return {{"claims": []}}
+'''
+
+TRAINING_PART = '''
+from pathlib import Path
+def run(results_dir, quick, device):
+    Path({marker!r} + ".training").write_text("done")
+    with open({counter!r}, "a") as f:
+        f.write("{name}\\n")
+    return {{"claims": []}}
+'''
+
+BEYOND_PART = READER_PART.replace("zz_side.json", "smt.json")
+
+
+def test_beyond_starts_only_after_smt_has_written_its_result(tmp_path, fake_parts, monkeypatch):
+    """The real PARTS, ALONGSIDE and AFTER with stand-in parts: smt runs beside the others and ends
+    long after training, and beyond (its SMT column reads smt.json) starts only once smt.json exists."""
+    parts = reproduce.PARTS
+    assert {"smt", "training", "beyond"} <= set(parts) and "smt" in reproduce.ALONGSIDE
+    sources = {"smt": SLOW_SMT_PART, "training": TRAINING_PART, "beyond": BEYOND_PART}
+    counter = fake_parts({name: sources.get(name, OK_PART) for name in parts})
+    monkeypatch.setattr(empirical.pipeline.parts, "__path__", [str(tmp_path / "fake_parts")])  # the stand-ins only
+    for name in parts:
+        monkeypatch.delitem(sys.modules, f"empirical.pipeline.parts.{name}", raising=False)
+    out = tmp_path / "results"
+    assert reproduce.reproduce(out, quick=True, device="cpu") == {name: "ok" for name in parts}
+    order = runs(counter)
+    assert "beyond:True" in order and order.index("training") < order.index("smt") < order.index("beyond:True")
+    assert load_part(out, "smt")["span"][1] <= load_part(out, "beyond")["span"][0]

@@ -227,6 +227,24 @@ def test_bad_sweep_file_is_one_line_exit_2_and_no_output(tmp_path, capsys, conte
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("fn", ["empirical.pipeline.sweep.spy_job", "empirical.pipeline.sweep:spy_job",
+                                "empirical.sweep:spy_job", "empirical.sweep.spy_job"])
+def test_an_unregistered_function_of_a_registered_module_is_never_called(tmp_path, capsys, monkeypatch, fn):
+    """The module of the registered _echo_job (by its place and by its registered name) holds another
+    job-shaped function, one that would pass every later check: naming it is the one-line error and
+    exit 2, not a traceback, and it is never called (the allowlist is of functions, not modules)."""
+    calls = []
+
+    def spy_job(config: EchoConfig, seeds: tuple[int, ...], device: str) -> dict:
+        calls.append(config)
+        return {"value": config.value}
+
+    monkeypatch.setattr(sweep, "spy_job", spy_job, raising=False)
+    rc, io = sweep_cli(tmp_path, capsys, [{"fn": fn, "config": {"value": 1}}])
+    assert rc == 2 and io.err.count("\n") == 1 and "not a registered job" in io.err and "Traceback" not in io.err, io.err
+    assert calls == [] and not (tmp_path / "out").exists()
+
+
 def test_missing_sweep_file_and_bad_workers_are_exit_2(tmp_path, capsys):
     assert cli.main(["sweep", str(tmp_path / "none.json")]) == 2
     assert "file not found" in capsys.readouterr().err

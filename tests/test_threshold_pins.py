@@ -118,3 +118,26 @@ def test_no_sink_mass_level_is_pinned():
 
     assert _relu_stack_claim(stack(0.75 * NO_SINK_MASS), {})["verdict"] == "observed"
     assert _relu_stack_claim(stack(1.5 * NO_SINK_MASS), {})["verdict"] == "not met"
+
+
+def test_coq_certificate_budgets_are_pinned():
+    """MAX_LEAVES and EXP_ARG_MAX decide whether a Coq certificate exists (beyond either it fails
+    closed). A covering that needs 0.82 of MAX_LEAVES leaves closes (it would not at half the budget),
+    one that needs 1.64 of it does not (it would at twice); an exp argument at 0.7 of EXP_ARG_MAX is
+    bounded, one at 1.5 of it is refused, on either side."""
+    from fractions import Fraction
+
+    from proofs.coq.certificate import export
+
+    width = lambda box: box[0][1] - box[0][0]  # a 1-d box halved k times: 2^k leaves of width 2 / 2^k
+    N = [[1] * 4 for _ in range(4)]
+    assert len(export._refine(width, 1, N, 2 / 2 ** 14)[1]) == 2 ** 14  # 16384 = 0.82 MAX_LEAVES
+    with pytest.raises(export.Unclosed, match="did not close"):
+        export._refine(width, 1, N, 2 / 2 ** 15)  # 32768 = 1.64 MAX_LEAVES
+    for tables in (export.ExpTables(), export.ExpTables(lower=True)):
+        for sign in (1, -1):
+            tables.up(Fraction(sign * 700))  # 0.7 EXP_ARG_MAX (1000)
+            tables.down(Fraction(sign * 700))
+            for fn in (tables.up, tables.down):
+                with pytest.raises(export.Unclosed, match="EXP_ARG_MAX"):
+                    fn(Fraction(sign * 1500))  # 1.5 EXP_ARG_MAX

@@ -168,3 +168,45 @@ def test_numpy_exp_is_within_the_premise():
     mp.prec = PREC
     worst = max(abs(float((mp.mpf(float(v)) - mp.exp(mp.mpf(float(a)))) / mp.exp(mp.mpf(float(a))))) for a, v in zip(x, np.exp(x)))
     assert worst < zt.FN_RTOL / 100
+
+
+# ---- adversarial points: where the relaxation's half-width meets the exact value -----------
+
+# (lo, hi) of one-symbol inputs, each taken at its ends and centre. Wide intervals: the end of the
+# relaxation farther from the tangent is reached by cancelling mid against a half-width many
+# orders above the value there, so the half-width's own allowance decides it; zero- and ulp-wide
+# ones: only rounding separates float from exact; tiny and huge values: near underflow and EXP_CAP.
+EXP_INPUTS = [(-20.0, 20.0), (-421.40132095607373, -379.2837696829637), (-300.0, -257.0), (557.0, 599.9), (-745.0, -745.0), (-700.0, -700.0),
+              (-1e-300, 1e-300), (1.0, float(np.nextafter(1.0, 2))), (100.0, float(np.nextafter(100.0, 200))),
+              (599.9, 599.9), (0.0, 1.0)]
+RECIPROCAL_INPUTS = [(1e200, 1e200), (1e300, 1.3e300), (1e307, 1e307), (1e300, float(np.nextafter(1e300, 2e300))),
+                     (1e155, 1.3e155), (1e-150, 1e-150), (1.0, 1.0), (1.0, 3.0), (1e-10, float(np.nextafter(1e-10, 1)))]
+
+
+def ends_enclosed(fn, iv_fn, inputs) -> list:
+    """The inputs whose relaxation misses the exact (PREC-bit) value at an end or the centre."""
+    missed = []
+    with iv_prec():
+        for lo, hi in inputs:
+            z = zt.Zono(np.array([(lo + hi) / 2]), np.array([[(hi - lo) / 2]]), np.zeros(1))
+            out = fn(z)
+            for e in (np.array([-1.0]), np.array([1.0]), np.array([0.0])):
+                if not contains(out, 0, e, iv_fn(iv_value(z, 0, e, np.zeros(1)))):
+                    missed.append(((lo, hi), float(e[0])))
+    return missed
+
+
+def test_exp_encloses_exact_values_at_adversarial_points():
+    assert ends_enclosed(zt.exp, iv.exp, EXP_INPUTS) == []
+
+
+def test_reciprocal_encloses_exact_values_at_adversarial_points():
+    assert ends_enclosed(zt.reciprocal, lambda v: 1 / v, RECIPROCAL_INPUTS) == []
+
+
+def test_a_relaxation_that_overflows_is_refused_not_nan():
+    """1 / x below ~1e-154: the slope -1 / t^2 overflows; a NaN zonotope would compare false with
+    every level, so it is refused (as exp is above EXP_CAP)."""
+    z = zt.Zono(np.array([1e-200]), np.array([[1e-210]]), np.zeros(1))
+    with pytest.raises(ValueError, match="not a finite float"):
+        zt.reciprocal(z)

@@ -86,9 +86,12 @@ def _print(label: str, cert: dict, rows: list, zonotope: dict | None = None) -> 
     print(f"  max BOS mass at the trigger <= {_fmt(cert['max_bos_trigger'], side='upper')}; all searches closed: "
           f"{cert['all_exact']} (largest gap {_fmt(cert['largest_gap'], 2, 'upper')})")
     e = cert["eta"]
-    # the ratio says how loose the bracket is (a quality figure, not a bound on the head): nearest
+    # the ratio says how loose the bracket is (a quality figure, not a bound on the head): nearest,
+    # but against a target rounded to the side of the verdict, so that 1.104 "NOT met" against 1.1
+    # prints as 1.11, not as the target itself
+    side = None if e.get("target_met") is None else ("lower" if e["target_met"] else "upper")
     print(f"  eta_up {_fmt(e['eta_up'], side='upper')} ({e['attained_by']}), eta_lo {_fmt(e['eta_lo'], side='lower')} "
-          f"(replayed witness, trigger {e['trigger']}), ratio {_fmt(e['ratio'], 3)}{_target(e)}")
+          f"(replayed witness, trigger {e['trigger']}), ratio {_fmt(e['ratio'], 3, side)}{_target(e)}")
     if cert.get("t1"):
         b = cert["t1"]["bounds"]
         print(f"  T1 at eta_up: (a) {'applies' if b['pre_applies'] else 'does not apply'} (eta <= 1/12) bound "
@@ -151,7 +154,11 @@ def _coq(net, L: int, cert: dict) -> dict:
     if cert["type"] != "single head" or net.kind != "softmax":
         print("  Coq: not run (the Coq certificate covers single-layer softmax heads)")
         return {"ran": False, "reason": "covers single-layer softmax heads only"}
-    coq = export.build(net, L)
+    try:
+        coq = export.build(net, L)
+    except export.Unclosed as e:  # fails closed: no certificate, so no Coq figure
+        print(f"  Coq: not run ({e})")
+        return {"ran": False, "reason": str(e)}
     result = check.check(coq, "head")
     from constructions.numbers import format_down, format_up
 

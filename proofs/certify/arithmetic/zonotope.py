@@ -19,7 +19,8 @@ Transformers (each sound for every e and t; tests/test_zonotope.py holds them to
   tangent point t, the intercept range [min, max] of g(x) - lam x from the tangent at t (below)
   and the two ends (above: convex); ``exp`` (t = min(log chord slope, l + 1 - 0.01), so the
   lower line stays positive on [l, u]) and ``reciprocal`` for x > 0 (t = max(sqrt(l u), u/2 +
-  0.01 u), the same reason).
+  0.01 u), the same reason). A relaxation that is not a finite float (1 / x^2 overflows below
+  x ~ 1e-154) is refused, as exp is above EXP_CAP.
 
 Float64 with a-priori allowances, the rules of ``affine``: every product and sum widens r by
 RELATIVE_SLACK of the magnitude of its terms (more than gamma_k for k < 4000 terms, which bounds
@@ -154,6 +155,8 @@ def convex(x: Zono, g, dg, t: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Zon
     mid, half = (top + bottom) / 2, (top - bottom) / 2
     out = affine_map(lam, mid, x)
     out.r = out.r + half * (1 + RELATIVE_SLACK) + TINY
+    if not (np.all(np.isfinite(out.c)) and np.all(np.isfinite(out.r)) and np.all(np.isfinite(out.G))):
+        raise ValueError("the relaxation's slope or intercept is not a finite float")  # e.g. 1 / x^2 overflows
     return out
 
 

@@ -9,8 +9,15 @@ product g_b (y_b - bos_b), exp through the three tables of ``exp_up``), so the t
 the tree built here, and every leaf's sum (L - 3) e^uC + e^uT + e^uS is at most Rc by
 construction. The leaf with the largest sum is split (on the coordinate whose width costs the
 most) until that sum is within ``tol`` of the best value the certified branch and bound
-(``proofs.certify``) attains, or ``max_leaves`` is reached; the figure is q = 1/(1 + Rc) rounded
-down. ``coq_text`` writes the certificate as one .v file.
+(``proofs.certify``) attains; the figure is q = 1/(1 + Rc) rounded down. ``coq_text`` writes the
+certificate as one .v file.
+
+A certificate that cannot close fails closed (``Unclosed``, a one-line reason, nothing written):
+when a tree reaches ``MAX_LEAVES`` leaves with its worst leaf still above the goal, or when an exp
+argument lies beyond +-``EXP_ARG_MAX`` (its table entry would be an integer of ~1.44 |u| bits; a
+score form taken as N instead of N / D multiplies every argument by D, and one such tree grew to
+23 GB; e^1000 already makes the figure nothing). The two bound the exporter's time and memory;
+both decide whether a certificate exists.
 
 Why not the branch and bound's own leaves: ``proofs.certify.arithmetic.branch`` reduces monotone
 coordinates to faces and splits convex ones into faces, so its leaves do not cover the box;
@@ -34,6 +41,12 @@ SCALES = {"units": 1, "thirty_seconds": 32, "kilo": 1024}
 TABLE_BITS = 60  # significant bits of each table entry
 TABLE_MARGIN = Fraction(1, 2 ** 52)  # relative room above exp(t) that the interval tactic proves
 FIGURE_DIGITS = 15  # Rc rounded up and q down to this many decimals
+MAX_LEAVES = 20_000  # leaves per covering tree: beyond, the certificate fails closed (pinned)
+EXP_ARG_MAX = 1000  # |u| of every exp_up / exp_down argument: beyond, it fails closed (pinned)
+
+
+class Unclosed(Exception):
+    """The covering cannot close within the budget: no certificate (the message is one line)."""
 
 
 @dataclass
@@ -49,7 +62,6 @@ class Certificate:
     leaves: int = 1
     depth: int = 0
     target: float | None = None  # the branch and bound's attained sum at the worst query
-    closed: bool = True  # every leaf within tol of the target
     trigger_tree: Any = None  # the trigger query's covering tree
     p: Fraction = Fraction(1)  # the trigger's figure: a_j0 <= p on every input
     trigger_tables: dict[str, dict[int, Fraction]] = field(default_factory=dict)  # lower exp facts
@@ -91,6 +103,9 @@ class ExpTables:
 
     def _parts(self, u: Fraction) -> tuple[Fraction, Fraction]:
         """(e1 e2 e3, x) with u = a + b/32 + c/1024 + x, 0 <= x < 1/1024 (the checker's split)."""
+        if abs(u) > EXP_ARG_MAX:
+            raise Unclosed(f"an exp argument {_magnitude(u)} lies beyond +-{EXP_ARG_MAX} (EXP_ARG_MAX): no certificate "
+                           f"(is the score form's scale right?)")
         a = math.floor(u)
         r1 = u - a
         b = math.floor(r1 * 32)
@@ -106,6 +121,13 @@ class ExpTables:
     def down(self, u: Fraction) -> Fraction:
         e, x = self._parts(u)
         return e * (1 + x)
+
+
+def _magnitude(u: Fraction) -> str:
+    """``u`` to 3 digits, also where it is beyond a float's range."""
+    if abs(u) < 10 ** 300:
+        return f"{float(u):.3g}"
+    return f"{'-' if u < 0 else ''}~1e{len(str(math.floor(abs(u)))) - 1}"
 
 
 class LeafBound:
@@ -213,13 +235,13 @@ def branch_and_bound_targets(net: reference.Network, L: int) -> tuple[float, flo
     return branch.maximise(after, net.d - 3).best, -branch.maximise(trigger, net.d - 3).best
 
 
-def _refine(badness, n: int, N, goal: float, max_leaves: int):
-    """Split the worst leaf (largest ``badness``) until every leaf is at most ``goal`` or there are
-    ``max_leaves``: (tree, {leaf id: badness})."""
+def _refine(badness, n: int, N, goal: float, max_leaves: int = MAX_LEAVES, what: str = "covering"):
+    """Split the worst leaf (largest ``badness``) until every leaf is at most ``goal``: (tree, {leaf
+    id: badness}); ``Unclosed`` when that needs more than ``max_leaves`` leaves."""
     root = [(Fraction(-1), Fraction(1))] * n
     nodes: dict[int, Any] = {}  # id -> (k, left id, right id) for split nodes
     first = badness(root)
-    heap, leaves, counter = [(-float(first), 0, root)], {0: first}, 1
+    heap, leaves, counter = [(-_float(first), 0, root)], {0: first}, 1
     while heap and len(leaves) < max_leaves and -heap[0][0] > goal:
         _, i, box = heapq.heappop(heap)
         k = _split_coordinate(N, box)
@@ -227,8 +249,11 @@ def _refine(badness, n: int, N, goal: float, max_leaves: int):
         nodes[i] = (k, counter, counter + 1)
         for child in _halves(box, k):
             leaves[counter] = badness(child)
-            heapq.heappush(heap, (-float(leaves[counter]), counter, child))
+            heapq.heappush(heap, (-_float(leaves[counter]), counter, child))
             counter += 1
+    if heap and -heap[0][0] > goal:
+        raise Unclosed(f"the {what} tree did not close within {max_leaves} leaves: worst leaf {-heap[0][0]:.6g}, "
+                       f"goal {goal:.6g}; no certificate")
 
     def tree(i: int):
         return None if i not in nodes else (nodes[i][0], tree(nodes[i][1]), tree(nodes[i][2]))
@@ -236,13 +261,21 @@ def _refine(badness, n: int, N, goal: float, max_leaves: int):
     return tree(0), leaves
 
 
+def _float(x: Fraction) -> float:
+    """x as a float, +-inf beyond the float range (a leaf sum up to L e^EXP_ARG_MAX)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
 def _depth(t) -> int:
     return 0 if t is None else 1 + max(_depth(t[1]), _depth(t[2]))
 
 
-def build(net: reference.Network, L: int, tol: float = 1e-3, max_leaves: int = 20_000) -> Certificate:
+def build(net: reference.Network, L: int, tol: float = 1e-3, max_leaves: int = MAX_LEAVES) -> Certificate:
     """The covering trees, their bounds and the figures q (non-trigger minimum) and p (trigger
-    maximum) for ``net`` at length ``L``."""
+    maximum) for ``net`` at length ``L``; ``Unclosed`` when a tree cannot close within the budget."""
     if L < 4 or net.d < 4:
         raise BadInput(f"the task needs d >= 4 and L >= 4; got d = {net.d}, L = {L}")
     N, D = single_head_form(net)
@@ -250,19 +283,19 @@ def build(net: reference.Network, L: int, tol: float = 1e-3, max_leaves: int = 2
     bound = LeafBound(N, D, L, upper)
     target, trigger_target = branch_and_bound_targets(net, L)
     n = net.d - 3
-    tree, leaves = _refine(bound.total, n, N, target * (1 + tol), max_leaves)
+    tree, leaves = _refine(bound.total, n, N, target * (1 + tol), max_leaves, "non-trigger")
     scale = 10 ** FIGURE_DIGITS
     Rc = max(leaves.values())
     Rc_up = Fraction(math.ceil(Rc * scale), scale)
     q = Fraction(math.floor(scale / (1 + Rc_up)), scale)
     assert q * (1 + Rc_up) <= 1 and Rc_up >= Rc
     t_tree, t_leaves = _refine(lambda box: -bound.trigger_total(box, lower), n, N,
-                               -trigger_target * (1 - tol), max_leaves)
+                               -trigger_target * (1 - tol), max_leaves, "trigger")
     low = min(-v for v in t_leaves.values())
     p = Fraction(math.ceil(scale / (1 + low)), scale)
     assert p * (1 + low) >= 1
     return Certificate(net.d, L, N, D, tree, Rc_up, q, upper.entries, len(leaves), _depth(tree), target,
-                       float(Rc) <= target * (1 + tol), t_tree, p, lower.entries, len(t_leaves),
+                       t_tree, p, lower.entries, len(t_leaves),
                        _depth(t_tree), trigger_target)
 
 
