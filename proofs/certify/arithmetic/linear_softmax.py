@@ -14,7 +14,9 @@ with the values keep their first-order parts too:
   theorem R_k = 1/2 x^T H_k(xi) x with x = t - tau, xi on the segment, where the Hessian's form is
   x^T H_k x = a_k(xi) [(x_k - xbar)^2 - Var_a(x)] (xbar, Var: the mean and variance of x under
   the weights a(xi)). Both brackets are >= 0, so R_k in [-a_k^+ V / 2, a_k^+ Q_k / 2] with a_k^+ the
-  largest a_k over the score box, V >= Var and Q_k >= (x_k - xbar)^2 (``taylor_remainder``);
+  largest a_k over the score box, V >= Var and Q_k >= (x_k - xbar)^2 (``taylor_remainder``); R is
+  unchanged when a common c(u) is taken from every x_k (J 1 = 0), so the bound is also taken with
+  the keys' mean linear part removed from D, and the narrower kept;
 - so a_k in ahat_k + G_k . u +- rho_k (G = J T, rho_k = |J_k| . e + |R_k|), and with a pivot p
   (the weights sum to one: o = p + sum_k a_k (w_k - p)), each product a_k (w_k - p) is
   (affine)(affine) + remainders: its u-u part summed over the keys is one quadratic form per output
@@ -112,6 +114,10 @@ def output(M: np.ndarray, w: Forms, z: Forms, i: int) -> tuple[np.ndarray, np.nd
     ahat = s / s.sum()
     J = jacobian(ahat)
     R_lo, R_hi = taylor_remainder(tau, D)
+    if i > 1:  # softmax is shift-invariant: R(x) = R(x - c 1), so the keys' common part may leave D
+        phi = T[1:].mean(axis=0)
+        lo2, hi2 = taylor_remainder(tau, np.abs(T - phi).sum(axis=1) + e)
+        R_lo, R_hi = np.maximum(R_lo, lo2), np.minimum(R_hi, hi2)
     G = J @ T  # [K, n]
     rho = np.abs(J) @ e + (R_hi - R_lo) / 2 + FN_RTOL * (1 + D.sum()) * 2
     rho = rho + RELATIVE_SLACK * (np.abs(J) @ (np.abs(T).sum(axis=1) + e + np.abs(tau))) + TINY
