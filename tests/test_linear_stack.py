@@ -130,7 +130,7 @@ def output_escapes(key, layers=(0, 1)):
                     o = head_outputs(hm, xs[n], L)
                     w = affine.linear(hm.V, z)
                     for i in range(1, L):
-                        A, b, r, _, _ = linear_softmax.output(hm.M, w, z, i)
+                        A, b, r, _, _ = linear_softmax.output(hm.M, w, z, i, affine_stack.key_bounds("softmax", hm.M, z, i) if i % 2 else None)
                         worst = max(worst, float((np.abs(o[:, i] - (u @ A.T + b)) - r).max()))
             out, _ = affine_stack.layer_step(kind, maps, z, j, n, {}, linear=True)
             z = affine.add(z, out)
@@ -148,6 +148,26 @@ def test_linear_stack_below_every_enumerated_input(key):
     net = sinking_stack(d, seed, kind, beta=beta, layers=3)  # its first two layers are the 2-layer stack's
     cert = affine_stack.certify_stack(net, L, exact_first=False, linear=True)
     assert violations(cert, enumerated_minima(net, L)) == []
+
+
+def intersect_escapes(seed):
+    """The largest amount by which a weight's deviation delta = a - ahat - g, with a in [lo, hi], |g| <= g1
+    and delta in the Taylor range, leaves ``intersect_box``'s narrowed range (<= 0: kept)."""
+    rng = np.random.default_rng(seed)
+    K = 6
+    ahat, g1 = rng.uniform(0.05, 0.3, K), rng.uniform(0, 0.1, K)
+    lo, hi = ahat - rng.uniform(0, 0.05, K), ahat + rng.uniform(0, 0.05, K)
+    d_lo, d_hi = -rng.uniform(0, 0.2, K), rng.uniform(0, 0.2, K)
+    n_lo, n_hi = linear_softmax.intersect_box(d_lo, d_hi, ahat, g1, lo, hi, 0.0)
+    a = rng.uniform(lo, hi, (4000, K))
+    g = g1 * rng.choice([-1.0, 1.0, 0.5], (4000, K))
+    delta = a - ahat - g
+    ok = (delta >= d_lo) & (delta <= d_hi)
+    return float(np.max(np.where(ok, np.maximum(n_lo - delta, delta - n_hi), -np.inf)))
+
+
+def test_box_narrowing_keeps_every_deviation():
+    assert max(intersect_escapes(seed) for seed in range(5)) <= 0
 
 
 # ---- planted mistakes, each caught ---------------------------------------------------------
@@ -178,3 +198,11 @@ def test_dual_rounding_turned_inward_is_caught(monkeypatch):
         y_lo, y_hi, d_lo, d_hi = dual_case(seed, True)
         caught |= Fraction(real(y_lo[:, None], y_hi[:, None], d_lo, d_hi)[0]) < lp_maximum(y_lo, y_hi, d_lo, d_hi)
     assert caught
+
+
+def test_box_narrowing_without_the_linear_part_is_caught(monkeypatch):
+    """lo - ahat <= delta would hold only where the weights' linear part G . u is 0: a slope left out."""
+    real = linear_softmax.intersect_box
+    monkeypatch.setattr(linear_softmax, "intersect_box",
+                        lambda d_lo, d_hi, ahat, g1, lo, hi, fl: real(d_lo, d_hi, ahat, 0 * g1, lo, hi, fl))
+    assert max(intersect_escapes(seed) for seed in range(5)) > 0

@@ -17,10 +17,12 @@ with the values keep their first-order parts too:
   largest a_k over the score box, V >= Var and Q_k >= (x_k - xbar)^2 (``taylor_remainder``); R is
   unchanged when a common c(u) is taken from every x_k (J 1 = 0), so the bound is also taken with
   the keys' mean linear part removed from D, and the narrower kept;
-- so a_k in ahat_k + G_k . u +- rho_k (G = J T, rho_k = |J_k| . e + |R_k|), and with a pivot p
-  (the weights sum to one: o = p + sum_k a_k (w_k - p)), each product a_k (w_k - p) is
-  (affine)(affine) + remainders: its u-u part summed over the keys is one quadratic form per output
-  coordinate (``quadratic_range`` again), the rest by absolute values.
+- so a_k = ahat_k + G_k . u + delta_k (G = J T) with delta_k in [R_lo_k - |J_k| . e, R_hi_k + |J_k| . e],
+  intersected with what the caller's bounds lo_k <= a_k <= hi_k allow (``box``), and sum_k delta_k
+  = 0 (1^T J = 0; up to rounding, ``eps``). Then o = sum_k (ahat_k + G_k . u) w_k + sum_k delta_k w_k:
+  the first sum's u-u part is one quadratic form per output coordinate (``quadratic_range``
+  again), the second is bounded by ``centred.dual_bound`` (the sum-zero constraint lets any
+  lambda be taken from every value).
 
 Sound for any t-box: nothing assumes the expansion point is an input of the class. Float64 with
 the allowances of ``affine`` (RELATIVE_SLACK of every product's magnitude) and ``zonotope.FN_RTOL``
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import centred
 from .affine import RELATIVE_SLACK, TINY, Forms
 
 FN_RTOL = 1e-13  # as zonotope.FN_RTOL: a float exp, sum and quotient err by a few ulp
@@ -100,7 +103,17 @@ def taylor_remainder(tau: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.nda
     return -a_plus * (var / 2 + slack), a_plus * (q / 2 + slack)
 
 
-def output(M: np.ndarray, w: Forms, z: Forms, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def intersect_box(d_lo, d_hi, ahat, g1, lo, hi, fl):
+    """delta_k = a_k - ahat_k - g_k in [d_lo_k, d_hi_k], narrowed by lo_k <= a_k <= hi_k for every
+    |g_k| <= g1_k (the weights' linear part G_k . u over the box): delta_k >= lo_k - ahat_k - g1_k
+    and <= hi_k - ahat_k + g1_k (``fl``: the float differences' allowance)."""
+    new_lo = np.maximum(d_lo, lo - ahat - g1 - fl)
+    new_hi = np.minimum(d_hi, hi - ahat + g1 + fl)
+    return np.minimum(new_lo, new_hi), np.maximum(new_lo, new_hi)
+
+
+def output(M: np.ndarray, w: Forms, z: Forms, i: int, box: tuple[np.ndarray, np.ndarray] | None = None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(A [d, N], b [d], r [d]) enclosing o_i = sum_{k<=i} a_ik w_k (softmax weights of z's scores
     under M, w the value images), plus the weights' enclosure a_k in [lo_k, hi_k] from the
     linearisation (for the callers that intersect it with others)."""
@@ -119,31 +132,30 @@ def output(M: np.ndarray, w: Forms, z: Forms, i: int) -> tuple[np.ndarray, np.nd
         lo2, hi2 = taylor_remainder(tau, np.abs(T - phi).sum(axis=1) + e)
         R_lo, R_hi = np.maximum(R_lo, lo2), np.minimum(R_hi, hi2)
     G = J @ T  # [K, n]
-    rho = np.abs(J) @ e + (R_hi - R_lo) / 2 + FN_RTOL * (1 + D.sum()) * 2
-    rho = rho + RELATIVE_SLACK * (np.abs(J) @ (np.abs(T).sum(axis=1) + e + np.abs(tau))) + TINY
-    a0 = ahat + (R_hi + R_lo) / 2  # a_k in a0_k + G_k . u +- rho_k
-    a_rad = np.abs(G).sum(axis=1) + rho
-    # pivot p per coordinate: the rho-weighted median of the values' centres
+    g1 = np.abs(G).sum(axis=1)
+    fl = FN_RTOL * (1 + D.sum()) * 2 + RELATIVE_SLACK * (np.abs(J) @ (np.abs(T).sum(axis=1) + e + np.abs(tau)) + 1 + g1) + TINY
+    spread = np.abs(J) @ e
+    d_lo, d_hi = R_lo - spread - fl, R_hi + spread + fl  # delta_k = a_k - ahat_k - G_k . u
+    if box is not None:
+        d_lo, d_hi = intersect_box(d_lo, d_hi, ahat, g1, box[0][:K], box[1][:K], fl)
+    # sum_k delta_k = 1 - sum_k ahat_k - (sum_k G_k) . u: zero for the exact J, up to rounding here
+    eps = abs(1 - ahat.sum()) + np.abs(G.sum(axis=0)).sum() + 8 * K * 2.0 ** -53 * (1 + g1.sum())
     wb, wA = w.b[:K], w.A[:K, :, cols]
     wr = w.r[:K] + np.abs(w.A[:K, :, cols.stop:]).sum(axis=2)  # 0 by causality; kept sound
     w_rad = np.abs(wA).sum(axis=2) + wr  # [K, d]
-    order = np.argsort(wb, axis=0)
-    cum = np.cumsum(rho[order], axis=0)
-    pick = np.argmax(cum >= cum[-1] / 2, axis=0)
-    p = np.take_along_axis(wb, order, axis=0)[pick, np.arange(d)]
-    yb = wb - p  # [K, d] (float: its rounding is in the slack below)
-    # o = p + sum_k (a0_k + G_k u + dA_k)(yb_k + wA_k u + ew_k)
-    b = p + a0 @ yb
-    A_cols = np.einsum("k,kdn->dn", a0, wA) + yb.T @ G  # [d, n]
+    # o = sum_k (ahat_k + G_k u)(wb_k + wA_k u + ew_k) + sum_k delta_k w_k
+    b = ahat @ wb
+    A_cols = np.einsum("k,kdn->dn", ahat, wA) + wb.T @ G  # [d, n]
     Bq = np.einsum("kn,kdm->dnm", G, wA)  # [d, n, n] the u-u part
     q_lo, q_hi = quadratic_range(Bq)
-    b = b + (q_lo + q_hi) / 2
-    y_mag = np.abs(yb) + w_rad
-    r = (q_hi - q_lo) / 2 + rho @ y_mag + (np.abs(a0) + np.abs(G).sum(axis=1)) @ wr
-    mag = (np.abs(a0) + a_rad) @ (y_mag + np.abs(p))
+    up = centred.dual_bound(wb - w_rad, wb + w_rad, d_lo, d_hi, eps)
+    down = centred.dual_bound(-(wb + w_rad), -(wb - w_rad), d_lo, d_hi, eps)
+    b = b + (q_lo + q_hi) / 2 + (up - down) / 2
+    r = (q_hi - q_lo) / 2 + (up + down) / 2 + (ahat + g1) @ wr
+    mag = (ahat + g1 + np.maximum(np.abs(d_lo), np.abs(d_hi))) @ (np.abs(wb) + w_rad)
     ncol = i * n
-    r = r + gamma(K * ncol * ncol + 8) * 4 * (np.abs(G).sum(axis=1) @ w_rad)  # the quadratic's float sums
-    r = r + RELATIVE_SLACK * 4 * (mag + np.abs(b) + np.abs(p)) * (K + ncol) + TINY
+    r = r + gamma(K * ncol * ncol + 8) * 4 * (g1 @ w_rad)  # the quadratic's float sums
+    r = r + RELATIVE_SLACK * 4 * (mag + np.abs(b)) * (K + ncol) + TINY
     A = np.zeros((d, N))
     A[:, cols] = A_cols
-    return A, b, r, a0 - a_rad, a0 + a_rad
+    return A, b, r, ahat - g1 + d_lo, ahat + g1 + d_hi

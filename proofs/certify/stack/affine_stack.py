@@ -180,9 +180,10 @@ def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer
                 form = memo.get(("output", layer, h, i)) if case == "before" else None
                 if form is None:
                     m = central_weights(kind, M, z, i) if linear else None
-                    form = centred.mixture(w, i, *key_bounds(kind, M, z, i, bos_low, bos_high), m)
+                    box = key_bounds(kind, M, z, i, bos_low, bos_high)
+                    form = centred.mixture(w, i, *box, m)
                     if linear and kind == "softmax":
-                        form = narrower(form, linear_softmax.output(M, w, z, i)[:3])
+                        form = narrower(form, linear_softmax.output(M, w, z, i, box)[:3])
                     if case == "before":
                         memo[("output", layer, h, i)] = form
                 o.A[i], o.b[i], o.r[i] = form
