@@ -69,7 +69,7 @@ def score_forms(M: np.ndarray, z: Forms, i: int, cols: slice) -> tuple[np.ndarra
     My = yb @ M.T  # [K, d]  rows M y_k
     tau = yb @ Mt_x
     T = np.einsum("d,kdn->kn", Mt_x, yA) + np.einsum("kd,dn->kn", My, xA)
-    Q = np.einsum("dn,de,kem->knm", xA, M, yA)  # [K, n, n]
+    Q = np.matmul((xA.T @ M)[None], yA)  # [K, n, n]: xA^T M yA_k
     q_lo, q_hi = quadratic_range(Q)
     tau = tau + (q_lo + q_hi) / 2
     x_size = np.abs(xb) + np.abs(xA).sum(axis=1)  # |z_i - eps_i| per coordinate
@@ -146,7 +146,7 @@ def output(M: np.ndarray, w: Forms, z: Forms, i: int, box: tuple[np.ndarray, np.
     # o = sum_k (ahat_k + G_k u)(wb_k + wA_k u + ew_k) + sum_k delta_k w_k
     b = ahat @ wb
     A_cols = np.einsum("k,kdn->dn", ahat, wA) + wb.T @ G  # [d, n]
-    Bq = np.einsum("kn,kdm->dnm", G, wA)  # [d, n, n] the u-u part
+    Bq = np.matmul(G.T[None], wA.transpose(1, 0, 2))  # [d, n, n] the u-u part: sum_k G_k (x) wA_k[c]
     q_lo, q_hi = quadratic_range(Bq)
     up = centred.dual_bound(wb - w_rad, wb + w_rad, d_lo, d_hi, eps)
     down = centred.dual_bound(-(wb + w_rad), -(wb - w_rad), d_lo, d_hi, eps)
