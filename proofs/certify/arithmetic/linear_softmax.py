@@ -94,7 +94,7 @@ def taylor_remainder(tau: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.nda
         up, down = np.exp(np.minimum(tau + D - tau.max(), 700.0)), np.exp(tau - D - tau.max())
     others = (1.0 - np.eye(len(D))) @ down  # each a sum of non-negative terms (no cancellation)
     a_plus = np.minimum(1.0, up / (up + others * (1 - 4 * FN_RTOL)) * (1 + 4 * FN_RTOL))
-    a_plus = np.where(np.isfinite(a_plus), a_plus, 1.0)
+    a_plus = np.where(np.isfinite(a_plus) & (tau + D - tau.max() <= 700.0), a_plus, 1.0)  # capped exp: no bound
     Dmax = float(D.max())
     xbar = min(Dmax, float(a_plus @ D))
     var = min(Dmax ** 2, float(a_plus @ D ** 2))
