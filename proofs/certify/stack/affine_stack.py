@@ -33,7 +33,7 @@ import numpy as np
 
 from constructions import balls, reference
 
-from ..arithmetic import affine, branch, heads, replay
+from ..arithmetic import affine, branch, centred, heads, linear_softmax, replay
 from . import scores
 from ..head import sink
 
@@ -130,8 +130,26 @@ def _reusable(layer: int, case: str) -> bool:
     return case == "before" or (layer == 0 and case != "trigger")
 
 
+def central_weights(kind: str, M: np.ndarray, z: affine.Forms, i: int) -> np.ndarray:
+    """[i + 1] the head's weights at query i of the stream's centre (the forms' constants): the
+    coefficients ``centred.mixture`` writes the mixture around (any with sum 1 are sound)."""
+    s = z.b[:i + 1] @ M.T @ z.b[i]
+    if kind == "softmax":
+        e = np.exp(s - s.max())
+    else:
+        e = 1 / (1 + np.exp(-np.clip(s, -700, 700)))
+    return e / e.sum()
+
+
+def narrower(f: tuple, g: tuple) -> tuple:
+    """Per coordinate the enclosure (A, b, r) with the smaller remainder (both are sound)."""
+    pick = g[2] < f[2]
+    return np.where(pick[:, None], g[0], f[0]), np.where(pick, g[1], f[1]), np.where(pick, g[2], f[2])
+
+
 def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer: int = 0, memo: dict | None = None,
-               need_output: bool = True, nodes: int = QUERY_NODES) -> tuple[affine.Forms | None, list[np.ndarray]]:
+               need_output: bool = True, nodes: int = QUERY_NODES,
+               linear: bool = False) -> tuple[affine.Forms | None, list[np.ndarray]]:
     """One layer on the stream forms of trigger position j: the layer's output forms (None without
     ``need_output``) and per head the certified lower bounds of a_i0 at every position (NaN at BOS
     and the trigger). ``memo`` carries the figures that hold for every j (``_reusable``) from one
@@ -159,7 +177,11 @@ def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer
             if need_output:
                 form = memo.get(("output", layer, h, i)) if case == "before" else None
                 if form is None:
-                    form = affine.mixture(w, i, *key_bounds(kind, M, z, i, bos_low, bos_high))
+                    m = central_weights(kind, M, z, i) if linear else None
+                    box = key_bounds(kind, M, z, i, bos_low, bos_high)
+                    form = centred.mixture(w, i, *box, m)
+                    if linear and kind == "softmax":
+                        form = narrower(form, linear_softmax.output(M, w, z, i, box)[:3])
                     if case == "before":
                         memo[("output", layer, h, i)] = form
                 o.A[i], o.b[i], o.r[i] = form
@@ -170,7 +192,8 @@ def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer
     return out, lows
 
 
-def certify_stack(net: reference.Network, L: int, exact_first: bool = True, nodes: int = QUERY_NODES) -> dict[str, Any]:
+def certify_stack(net: reference.Network, L: int, exact_first: bool = True, nodes: int = QUERY_NODES,
+                  linear: bool = False) -> dict[str, Any]:
     """Per layer and head: the certified minimum BOS mass over every input and non-trigger query
     (``exact_first``: layer 0's from the exact single-layer certificate, else from the same search
     as the deeper layers)."""
@@ -188,7 +211,8 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True, node
     for j in range(2, L):
         z = affine.inputs(d, L, j)
         for n in range(len(net.layers)):
-            out, lows = layer_step(net.kind, maps[n], z, j, n, memo, need_output=n < last, nodes=nodes)
+            out, lows = layer_step(net.kind, maps[n], z, j, n, memo, need_output=n < last, nodes=nodes,
+                                     linear=linear)
             for h, low in enumerate(lows):
                 per[n][h] = np.fmin(per[n][h], low)
             if n < last:
@@ -203,5 +227,6 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True, node
     return {"kind": net.kind, "d": d, "L": L, "residual": net.residual, "heads": report,
             "non_vacuous_fraction": sum(r["non_vacuous"] for r in report) / len(report),
             "non_vacuous_query_fraction": float(np.mean([v >= SINK_LEVEL for r in report for v in r["per_position"][1:]])),
-            "sink_level": SINK_LEVEL, "method": "affine forms in the contents, per trigger position",
+            "sink_level": SINK_LEVEL, "method": "affine forms in the contents, per trigger position"
+            + (", linearised mixtures" if linear else ""),
             "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
