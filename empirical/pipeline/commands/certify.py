@@ -122,6 +122,9 @@ def _print_brackets(br: dict) -> None:
     exact replay of its worst input (the inputs are in certify.json)."""
     s = br["search"]
     c = br["counts"]
+    if not br["heads"]:
+        print("  every head certified: no worst input to search")
+        return
     print(f"  brackets of the heads not certified, [certified min, worst input found, replayed exactly] "
           f"(search CPU {s['cpu_seconds']:.1f} s, replay {br['replay_cpu_seconds']:.1f} s): {c['refuted']} refuted, "
           f"{c['unknown']} unknown")
