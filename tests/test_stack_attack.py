@@ -155,3 +155,13 @@ def test_classes_cover_every_trigger_position_a_query_can_tell_apart():
     L = 16
     assert len(stack_attack.classes(L)) == (L - 2) + sum(i - 2 for i in range(3, L))
     assert np.all([2 <= j < L and j != i for i, j in stack_attack.classes(L)])
+
+
+def test_no_attack_leaves_the_heads_unsearched(tmp_path, capsys):
+    from empirical.pipeline.cli import main
+
+    _, _, path = refuted_summary(tmp_path)
+    assert main(["certify", str(path), "--no-measure", "--no-attack", "--out", str(tmp_path / "o")]) == 0
+    record = json.loads((tmp_path / "o" / "certify.json").read_text())
+    assert "brackets" not in record["results"][0] and record["provenance"]["config"]["attack"] is False
+    assert [r[-1] for r in record["results"][0]["table"]][2:] == ["no useful bound"] * 2
