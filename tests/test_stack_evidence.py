@@ -30,10 +30,14 @@ def test_evidence_counts_each_seed_and_layer_from_its_own_certificate():
     _, claim, rows = stack_certificates(summary, (2, 2), certs=certs)
     evidence = claim["evidence"]
     # seed 0: 4 sinking, 4 certified; seed 1: 3 sinking (L1H1 does not), 2 certified (layer 0).
-    assert evidence.startswith("heads certified / heads sinking per seed: seed 0 4/4, seed 1 2/3 ")
+    assert evidence.startswith("heads certified / heads sinking per seed: seed 0 4/4, seed 1 2/3;")
     assert "per layer, certified / sinking over the seeds: layer 0 4/4, layer 1 2/3;" in evidence
     assert "CPU seconds per stack: 1.5, 2.5;" in evidence
-    assert claim["verdict"] == "unknown"
+    # seed 1's L1H0 (measured 0.95 here by fiat) puts 0.397 on BOS at query 4 of an input found by the
+    # search and replayed exactly: refuted, and the claim with it; L1H1 does not sink, so is not searched.
+    assert claim["verdict"] == "refuted"
+    assert "1 refuted, 0 unknown" in evidence and "refuted by: seed 1 L1H0 a_i0 <= 0.39" in evidence
     verdicts = {(r[0], r[1]): r[5] for r in rows}
-    assert verdicts[("seed 1", "L1H0")] == "no useful bound" and verdicts[("seed 1", "L1H1")].startswith("no sink certified")
-    assert verdicts[("seed 0", "L1H1")] == verdicts[("seed 1", "L0H0")] != "no useful bound"
+    assert verdicts[("seed 1", "L1H0")].startswith("refuted: a_i0 <= 0.39")
+    assert verdicts[("seed 1", "L1H1")].startswith("no sink certified")
+    assert verdicts[("seed 0", "L1H1")] == verdicts[("seed 1", "L0H0")] == "sink certified (>= 0.5 on every input)"

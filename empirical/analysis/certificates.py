@@ -162,29 +162,42 @@ def nontrigger_mass(measured: dict, k: int) -> tuple[float, float]:
             min(v for i, v in enumerate(h["min"]) if i not in skip))
 
 
-def stack_status(certified_min: float, level: float, measured_mean: float | None) -> str:
-    """A stack head's verdict in words: the bound certifies a sink at ``level``, or it does not, and
-    then either the head does not sink on the evaluation set (mean <= STACK_SINK_MASS) or the bound
-    is too weak to say (a vacuous bound is no evidence either way)."""
+def stack_status(certified_min: float, level: float, measured_mean: float | None, bracket: dict | None = None) -> str:
+    """A stack head's verdict in words: the bound certifies a sink at ``level``; or an input
+    replayed exactly puts the head below it (``bracket``, from ``stack_attack.brackets``:
+    refuted); or neither, and then either the head does not sink on the evaluation set (mean <=
+    STACK_SINK_MASS) or the bracket [certified minimum, worst input found] is open (without a
+    bracket: the bound is too weak to say, a vacuous bound being no evidence either way)."""
+    from constructions.numbers import format_down, format_up
     from empirical.training.metrics import STACK_SINK_MASS
 
     if certified_min >= level:
         return f"sink certified (>= {level} on every input)"
+    if bracket is not None and bracket["verdict"] == "refuted":
+        return (f"refuted: a_i0 <= {format_up(bracket['worst_found'], 4)} < {level} at query {bracket['query']} "
+                f"(trigger {bracket['trigger']}) on an input replayed exactly")
     if measured_mean is not None and measured_mean <= STACK_SINK_MASS:
         return "no sink certified (the head does not sink on the eval set)"
+    if bracket is not None:
+        return (f"unknown: bracket [{format_down(certified_min, 4)}, {format_up(bracket['worst_found'], 4)}], "
+                f"width {format_up(bracket['width'], 3)}")
     return "no useful bound"
 
 
-def stack_rows(cert: dict, measured: dict | None, zonotope: dict | None = None) -> list[list[Any]]:
+def stack_rows(cert: dict, measured: dict | None, zonotope: dict | None = None,
+               brackets: dict | None = None) -> list[list[Any]]:
     """Per head of a stack: measured non-trigger BOS mass (mean, min; eval set), the certified
     minimum over every input and non-trigger query (and the zonotope's beside it, when given), and
-    the verdict in words, of the larger certified bound (each is sound, so their maximum is)."""
+    the verdict in words, of the larger certified bound (each is sound, so their maximum is) and
+    the head's bracket when it was searched (``brackets``: ``stack_attack.brackets``)."""
+    found = {(b["layer"], b["head"]): b for b in (brackets or {}).get("heads", [])}
     rows = []
     for k, h in enumerate(cert["heads"]):
         mean, low = nontrigger_mass(measured, k) if measured else (None, None)
         figures = [h["min_bos_certified"]] + ([zonotope["heads"][k]["min_bos_certified"]] if zonotope else [])
+        b = found.get((h["layer"], h["head"]))
         rows.append([f"L{h['layer']}H{h['head']}", mean, low, *figures,
-                     stack_status(max(figures), cert["sink_level"], mean)])
+                     stack_status(max(figures), cert["sink_level"], mean, b)])
     return rows
 
 

@@ -49,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "extra .[marabou]): no input below the certified minimum minus a margin (must be unsat), one "
                         "below the witness's weight plus a margin (must be sat, replayed exactly); a disagreement "
                         "makes the exit status 1")
+    p.add_argument("--no-attack", action="store_true",
+                   help="a stack: skip the search for each uncertified head's worst input (its bracket's upper end, "
+                        "empirical/analysis/stack_attack.py; torch)")
     p.add_argument("--out", default="results/certify", help="folder for certify.json and certify.png")
     p.set_defaults(run=run)
 
@@ -122,6 +125,23 @@ def _print_stack(cert: dict, rows: list, zonotope: dict | None) -> None:
         if left:
             print(f"    below {level:g} (head: first query, bound there; certified min): "
                   + ", ".join(f"{h}: {i}, {_fmt(v, 3, 'lower')}; {_fmt(m, 3, 'lower')}" for h, i, v, m in left))
+
+
+def _print_brackets(br: dict) -> None:
+    """Each uncertified head's bracket [certified minimum, worst input found]: the search and the
+    exact replay of its worst input (the inputs are in certify.json)."""
+    s = br["search"]
+    c = br["counts"]
+    if not br["heads"]:
+        print("  every head certified: no worst input to search")
+        return
+    print(f"  brackets of the heads not certified, [certified min, worst input found, replayed exactly] "
+          f"(search CPU {s['cpu_seconds']:.1f} s, replay {br['replay_cpu_seconds']:.1f} s): {c['refuted']} refuted, "
+          f"{c['unknown']} unknown")
+    if br["heads"]:
+        from empirical.analysis.stack_attack import summary_line
+
+        print("    " + summary_line(br))
 
 
 def _target(e: dict) -> str:
@@ -238,14 +258,24 @@ def run(args: argparse.Namespace) -> int:
         zonotope = (certificates.certify_network(item.network, L, stack_method="zonotope")
                     if cert["type"] == "stack" and len(methods) == 2 else None)
         measured = None if args.no_measure else certificates.measure(item.network, L)
+        brackets = None
+        if cert["type"] == "stack" and not args.no_attack:
+            from empirical.analysis import stack_attack
+
+            others = [zonotope] if zonotope else []
+            brackets = stack_attack.brackets(item.network, L, cert, stack_attack.open_heads(cert, *others), others)
         rows = (certificates.comparison_rows(cert, measured) if cert["type"] == "single head"
-                else certificates.stack_rows(cert, measured, zonotope) if cert["type"] == "stack" else [])
+                else certificates.stack_rows(cert, measured, zonotope, brackets) if cert["type"] == "stack" else [])
         if not results:
             print(length["says"])
         results.append({"label": item.label, "certificate": cert, "measured": measured, "table": rows})
         if zonotope:
             results[-1]["zonotope"] = zonotope
+        if brackets:
+            results[-1]["brackets"] = brackets
         _print(item.label, cert, rows, zonotope)
+        if brackets:
+            _print_brackets(brackets)
         if args.coq:
             results[-1]["coq"] = _coq(item.network, L, cert)
         if args.recheck:
@@ -255,7 +285,8 @@ def run(args: argparse.Namespace) -> int:
                                               "seeds": args.seeds, "measure": not args.no_measure,
                                               "coq": args.coq, "recheck": args.recheck,
                                               "target_ratio": target_ratio,
-                                              "stack_method": args.stack_method}, _seeds(loaded)),
+                                              "stack_method": args.stack_method, "attack": not args.no_attack},
+                                             _seeds(loaded)),
               "target_ratio": target_ratio}
     figure = certificates.heat_map(results, out / "certify.png")
     path = files.write_json(out / "certify.json", record)

@@ -102,10 +102,12 @@ def training_certificates(summaries: dict, quick: bool = False, workers: int = 1
                                    "rerun the part with --force to certify them",
                        "test": TEST, "command": "sinks reproduce --only training --force", "figures": []})
     for shape, stack, pairs in stack_items:
-        table, claim, rows = stack_certificates(stack, shape, quick, workers, [next(certs) for _ in pairs])
+        found: dict = {}
+        table, claim, rows = stack_certificates(stack, shape, quick, workers, [next(certs) for _ in pairs], found)
         tables.append(table)
         claims.append(claim)
         details[f"stack_{shape[0]}x{shape[1]}"] = rows
+        details[f"stack_{shape[0]}x{shape[1]}_worst_inputs"] = found
     return tables, claims, details
 
 
@@ -114,56 +116,92 @@ STACK_TEST = "tests/test_certify_stack.py"
 
 
 def stack_certificates(summary: dict, shape: tuple[int, int], quick: bool = False,
-                       workers: int = 1, certs: list[dict] | None = None) -> tuple[dict, dict, list]:
+                       workers: int = 1, certs: list[dict] | None = None,
+                       brackets: dict | None = None) -> tuple[dict, dict, list]:
     """The trained softmax stacks of one shape certified head by head (quick: the first seed):
     the table, the claim (every head that sinks on the eval set, mean BOS mass > STACK_SINK_MASS,
     gets a non-vacuous certified bound) and the rows. ``certs``: the seeds' certificates when
-    they were computed already (``training_certificates``' one pool), in seed order."""
-    from empirical.analysis import certificates
+    they were computed already (``training_certificates``' one pool), in seed order. Every
+    sinking head left uncertified is searched for its worst input (``stack_attack.brackets``,
+    replayed exactly): its bracket, and ``refuted`` (the claim too) where that input is below 1/2;
+    ``brackets``, when given, receives per seed label the searches with their inputs."""
+    from empirical.analysis import certificates, stack_attack
     from empirical.training.metrics import STACK_SINK_MASS
 
     L = summary["config"]["L"]
     name = f"{shape[0]} x {shape[1]}"
-    rows, per_seed, per_layer = [], [], {}
+    rows, per_seed, per_layer, searched = [], [], {}, []
     pairs = list(zip(_networks(summary), summary["members"]))[:1 if quick else None]
     certs = certs if certs is not None else certificates.certify_networks([item.network for item, _ in pairs], L, workers)
     for (item, member), cert in zip(pairs, certs):
+        sinks_at = [(h["layer"], h["head"]) for h in cert["heads"]
+                    if member["layers"][h["layer"]][h["head"]]["bos_nontrigger_mean"] > STACK_SINK_MASS]
+        br = stack_attack.brackets(item.network, L, cert, stack_attack.open_heads(cert, only=sinks_at))
+        found = {(b["layer"], b["head"]): b for b in br["heads"]}
+        searched.append((item.label, br))
+        if brackets is not None:
+            brackets[item.label] = br
         sinking = certified = 0
         for h in cert["heads"]:
             m = member["layers"][h["layer"]][h["head"]]
-            status = certificates.stack_status(h["min_bos_certified"], cert["sink_level"], m["bos_nontrigger_mean"])
+            b = found.get((h["layer"], h["head"]))
+            status = certificates.stack_status(h["min_bos_certified"], cert["sink_level"], m["bos_nontrigger_mean"], b)
             sinks = m["bos_nontrigger_mean"] > STACK_SINK_MASS
             sinking, certified = sinking + sinks, certified + (sinks and h["non_vacuous"])
             layer = per_layer.setdefault(h["layer"], [0, 0])
             layer[0], layer[1] = layer[0] + sinks, layer[1] + (sinks and h["non_vacuous"])
             rows.append([item.label, f"L{h['layer']}H{h['head']}", _fmt(m["bos_nontrigger_mean"], 4),
                          _fmt(m["bos_nontrigger_min"], 4), _fmt(h["min_bos_certified"], 4, "lower"), status,
-                         f"{cert['cpu_seconds']:.1f}"])
+                         _fmt(b["worst_found"], 4, "upper") if b else "-", f"{cert['cpu_seconds']:.1f}"])
         per_seed.append((item.label, sinking, certified))
     all_ok = all(s == c for _, s, c in per_seed)
+    refuted = [(lb, b) for lb, br in searched for b in br["heads"] if b["verdict"] == "refuted"]
     table = {"title": f"{name} softmax stacks: certified per-head BOS mass over every input",
              "columns": ["seed", "head", "measured mean (eval set, non-trigger)", "measured min (eval set)",
-                         "certified min a_i0 (every input, non-trigger)", "verdict", "CPU seconds per stack"],
+                         "certified min a_i0 (every input, non-trigger)", "verdict",
+                         "worst input found (a_i0, replayed exactly)", "CPU seconds per stack"],
              "rows": rows,
              "note": "Certified over every trigger position and content (proofs.certify.stack.affine_stack: the residual stream as affine "
                      "forms in the contents, a branch and bound over each query's own content, the final figures in "
-                     f"interval arithmetic). Sink certified: >= {0.5} at every non-trigger query; a bound below that is "
-                     "no evidence either way ('no useful bound'), and a head whose eval-set mean is <= "
-                     f"{STACK_SINK_MASS} does not sink ('no sink certified')."}
+                     f"interval arithmetic). Sink certified: >= {0.5} at every non-trigger query; a sinking head left below that "
+                     "is searched for its worst input (empirical.analysis.stack_attack: projected gradient descent on the "
+                     "contents, every query and trigger class), which is replayed exactly: refuted when its BOS mass is "
+                     "below 0.5, else unknown with the bracket [certified min, worst input found]. A head whose eval-set "
+                     f"mean is <= {STACK_SINK_MASS} does not sink ('no sink certified')."}
+    verdict = "verified exactly" if all_ok else "refuted" if refuted else "unknown"
     claim = {
         "id": f"stack_{shape[0]}x{shape[1]}",
         "claim": f"Trained {name} softmax stacks: every head that sinks on the eval set (mean non-trigger BOS mass > "
                  f"{STACK_SINK_MASS}) is certified to put >= 0.5 on BOS at every non-trigger query on every input",
-        "verdict": "verified exactly" if all_ok else "unknown",
+        "verdict": verdict,
         "evidence": "heads certified / heads sinking per seed: " + ", ".join(f"{lb} {c}/{s}" for lb, s, c in per_seed)
-                    + ("" if all_ok else " (a head without a useful bound is not refuted: the relaxation may be too weak)")
+                    + ("" if all_ok or refuted else " (no head refuted: the worst inputs found stay above 0.5; "
+                       "the brackets below)")
                     + "; per layer, certified / sinking over the seeds: "
                     + ", ".join(f"layer {n} {c}/{k}" for n, (k, c) in sorted(per_layer.items()) if k)
                     + "; CPU seconds per stack: " + ", ".join(f"{c['cpu_seconds']:.1f}" for c in certs)
-                    + "; " + "; ".join(f"{r[0]} {r[1]} {r[4]} (measured {r[2]})" for r in rows),
+                    + "; " + "; ".join(f"{r[0]} {r[1]} {r[4]} (measured {r[2]}" + (f", worst input {r[6]})" if r[6] != "-" else ")")
+                                       for r in rows)
+                    + _bracket_evidence(searched, refuted),
         "test": f"{STACK_TEST}::test_stack_bound_below_every_enumerated_input_and_close_to_it",
         "command": f"sinks certify results/train/softmax-{shape[0]}x{shape[1]}.json", "figures": []}
     return table, claim, rows
+
+
+def _bracket_evidence(searched: list, refuted: list) -> str:
+    """The searched heads' brackets per seed, counted, the refuting inputs named, the search's CPU."""
+    from empirical.analysis.stack_attack import summary_line
+
+    if not any(br["heads"] for _, br in searched):
+        return ""
+    counts = [sum(br["counts"][v] for _, br in searched) for v in ("refuted", "unknown")]
+    out = (f"; sinking heads not certified, searched for their worst input (replayed exactly): {counts[0]} refuted, "
+           f"{counts[1]} unknown; brackets [certified min, worst input found]: "
+           + "; ".join(f"{lb}: {summary_line(br)}" for lb, br in searched if br["heads"]))
+    if refuted:
+        out += "; refuted by: " + ", ".join(f"{lb} L{b['layer']}H{b['head']} a_i0 <= {_fmt(b['worst_found'], 4, 'upper')} "
+                                            f"at query {b['query']} (trigger {b['trigger']})" for lb, b in refuted)
+    return out + "; search + replay CPU seconds per stack: " + ", ".join(f"{br['cpu_seconds']:.1f}" for _, br in searched)
 
 
 def _per_position_table(certs: list) -> dict:
