@@ -12,7 +12,7 @@ that point rounds to (sign of every content) is tried too. A head's worst input 
 over its classes.
 
 ``brackets(net, L, cert)``: each attacked head's worst input replayed exactly
-(``proofs.certify.stack.refute.replay_bos``: rationals, mpmath intervals), and its bracket
+(``proofs.certify.stack.refute.replay_bos``: rationals, Arb balls), and its bracket
 [certified minimum, replayed upper end] with the verdict certified / refuted / unknown
 (``refute.bracket``). Deterministic: seeded generator, float64.
 """
@@ -187,7 +187,7 @@ def brackets(net, L: int, cert: dict, targets: Sequence[tuple[int, int]] | None 
             "cpu_seconds": found["cpu_seconds"] + time.process_time() - cpu, "sink_level": level,
             "counts": {v: sum(h["verdict"] == v for h in heads) for v in ("certified", "refuted", "unknown")},
             "method": "projected signed-gradient descent on the contents (float64 torch model), every (query, trigger) "
-                      "class, lowest point and its corner; the worst input replayed in rationals / mpmath intervals"}
+                      "class, lowest point and its corner; the worst input replayed in rationals / Arb balls"}
 
 
 def summary_line(br: dict) -> str:

@@ -3,7 +3,7 @@ replayed exactly.
 
 The upper end of a head's bracket is an actual input's BOS mass: the input (contents in
 [-1, 1]^(d-3) at positions 1..L-1, trigger at j) is taken as exact rationals and run through the
-exact evaluator (``constructions.reference``) in mpmath interval arithmetic (``replay``), so the
+exact evaluator (``constructions.reference``) in Arb ball arithmetic (``replay``), so the
 replayed a_i0 is an interval that certainly contains the true value. Causal attention: a_i0 at
 layer n depends on positions 0..i and layers 0..n only, so the replay is cut to those.
 
