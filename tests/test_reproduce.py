@@ -75,6 +75,10 @@ def fake_parts(tmp_path, monkeypatch):
 
     def make(parts: dict[str, str | None]) -> Path:
         for name, source in parts.items():
+            # importing a stand-in sets the package's attribute too, which `from ...parts import name`
+            # reads before sys.modules: restore (or remove) it after the test like the module itself
+            monkeypatch.setattr(empirical.pipeline.parts, name, getattr(empirical.pipeline.parts, name, None),
+                                raising=False)
             if source is not None:
                 (folder / f"{name}.py").write_text(source.format(name=name, counter=str(counter),
                                                                   marker=str(tmp_path / "marker")))
