@@ -138,10 +138,9 @@ def _print_brackets(br: dict) -> None:
     print(f"  brackets of the heads not certified, [certified min, worst input found, replayed exactly] "
           f"(search CPU {s['cpu_seconds']:.1f} s, replay {br['replay_cpu_seconds']:.1f} s): {c['refuted']} refuted, "
           f"{c['unknown']} unknown")
-    if br["heads"]:
-        from empirical.analysis.stack_attack import summary_line
+    from empirical.analysis.stack_attack import summary_line
 
-        print("    " + summary_line(br))
+    print("    " + summary_line(br))
 
 
 def _target(e: dict) -> str:
