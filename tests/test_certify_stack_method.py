@@ -1,4 +1,4 @@
-"""``sinks certify SUMMARY --stack-method box|zonotope|both|linear``: a stack's certificate by
+"""``sinks certify SUMMARY --stack-method box|zonotope|both|linear|directional``: a stack's certificate by
 either method or both side by side, on a tiny 3-layer stack; the record says config, seed, versions."""
 
 import json
@@ -72,12 +72,16 @@ def test_the_verdict_is_the_larger_of_the_two_sound_bounds():
     assert certificates.first_below(cert(0.4, 0.6)) == [("L0H0", 1, 0.4, 0.4)]
 
 
-def test_linear_method_certifies_below_the_measured_minimum(tmp_path, capsys):
+import pytest
+
+
+@pytest.mark.parametrize("method", ["linear", "directional"])
+def test_linear_method_certifies_below_the_measured_minimum(tmp_path, capsys, method):
     path = summary_file(tmp_path, seed=5)
-    code, out, err = certify(capsys, str(path), "--stack-method", "linear", "--out", str(tmp_path / "o"))
+    code, out, err = certify(capsys, str(path), "--stack-method", method, "--out", str(tmp_path / "o"))
     assert code == 0, err
     result = json.loads((tmp_path / "o" / "certify.json").read_text())["results"][0]
-    assert result["certificate"]["stack_method"] == "linear" and "linear: CPU time" in out
+    assert result["certificate"]["stack_method"] == method and f"{method}: CPU time" in out
     for row in result["table"]:
         _, mean, low, bound = row[:4]
         assert bound <= low + 1e-12 and low <= mean

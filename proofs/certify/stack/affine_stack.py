@@ -34,7 +34,7 @@ import numpy as np
 from constructions import balls, reference
 
 from ..arithmetic import affine, branch, centred, heads, linear_softmax, replay
-from . import scores
+from . import directional, scores
 from ..head import sink
 
 SINK_LEVEL = 0.5
@@ -63,14 +63,15 @@ class _ExpSum(branch.ExpSum):
         return super().certified(exponents[keep])
 
 
-def sink_bound(kind: str, M: np.ndarray, z: affine.Forms, i: int, nodes: int) -> tuple[float, branch.Result]:
-    """Certified lower bound on a_i0 at query i over every input of the stream forms ``z``."""
+def sink_bound(kind: str, M: np.ndarray, z: affine.Forms, i: int, nodes: int, along=None) -> tuple[float, branch.Result]:
+    """Certified lower bound on a_i0 at query i over every input of the stream forms ``z``
+    (``along``: the remainders read along directions, ``scores.key_exponents``)."""
     n = z.A.shape[1] - 3
     if kind == "softmax":  # a_i0 = 1 / (1 + sum_k exp(s_ik - s_i0))
-        ex = scores.key_exponents(M, z, i, scores.bos_reference(z))
+        ex = scores.key_exponents(M, z, i, scores.bos_reference(z), along)
         obj = _ExpSum([(1.0, scores.compact(e[0])) for e in ex[1:]], +1)
     else:  # a_i0 = 1 / (1 + sum_k sigmoid(s_ik) / sigmoid(s_i0))
-        ex = scores.key_exponents(M, z, i, None)
+        ex = scores.key_exponents(M, z, i, None, along)
         obj = branch.SigmoidSum([(1.0, scores.compact(e[0])) for e in ex[1:]], scores.compact(ex[0][1]), +1)
     res = branch.maximise(obj, n, rtol=SEARCH_RTOL, max_nodes=nodes)
     with balls.precision():
@@ -103,7 +104,7 @@ def _shares(w_lo: np.ndarray, w_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def key_bounds(kind: str, M: np.ndarray, z: affine.Forms, i: int, bos_low: float = 0.0,
-               bos_high: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+               bos_high: float = 1.0, along=None) -> tuple[np.ndarray, np.ndarray]:
     """Per key k = 0..i of query i: certified bounds lo_k <= a_ik <= hi_k from the keys' weight
     ranges over every input, tightened by a certified BOS mass bos_low <= a_i0 <= bos_high.
     Softmax takes the best of two references (BOS, and the keys' centre, which removes the shift
@@ -112,7 +113,7 @@ def key_bounds(kind: str, M: np.ndarray, z: affine.Forms, i: int, bos_low: float
     refs = [scores.bos_reference(z), scores.key_centre(z, i)] if kind == "softmax" else [None]
     lo, hi = np.zeros(i + 1), np.ones(i + 1)
     for ref in refs:
-        ex = scores.key_exponents(M, z, i, ref)
+        ex = scores.key_exponents(M, z, i, ref, along)
         ranges = [_weight_range(kind, up, down, n) for up, down in ex]
         if ref is not None and ref is refs[0]:
             ranges[0] = (1.0, 1.0)  # BOS minus itself: exactly 0
@@ -147,43 +148,64 @@ def narrower(f: tuple, g: tuple) -> tuple:
     return np.where(pick[:, None], g[0], f[0]), np.where(pick, g[1], f[1]), np.where(pick, g[2], f[2])
 
 
+def _output(kind: str, M: np.ndarray, w: affine.Forms, z: affine.Forms, i: int, bos_low: float, bos_high: float,
+            linear: bool, along, recording: bool) -> tuple[tuple, directional.Mixture | None]:
+    """A head's output form at query i (the narrowest of the box, centred and, with ``linear``,
+    linearised mixtures) and, when ``recording``, its identity for ``directional``."""
+    m = central_weights(kind, M, z, i) if linear else None
+    box = key_bounds(kind, M, z, i, bos_low, bos_high, along)
+    form = centred.mixture(w, i, *box, m)
+    lin = None
+    if linear and kind == "softmax":
+        details: list = []
+        lin = linear_softmax.output(M, w, z, i, box, details)[:3]
+        form = narrower(form, lin)
+        lin = (*lin, details[0])
+    return form, directional.record_mixture(w, i, box, m, lin) if recording else None
+
+
 def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer: int = 0, memo: dict | None = None,
-               need_output: bool = True, nodes: int = QUERY_NODES,
-               linear: bool = False) -> tuple[affine.Forms | None, list[np.ndarray]]:
+               need_output: bool = True, nodes: int = QUERY_NODES, linear: bool = False,
+               record: directional.Record | None = None) -> tuple[affine.Forms | None, list[np.ndarray]]:
     """One layer on the stream forms of trigger position j: the layer's output forms (None without
     ``need_output``) and per head the certified lower bounds of a_i0 at every position (NaN at BOS
     and the trigger). ``memo`` carries the figures that hold for every j (``_reusable``) from one
     trigger position to the next: ("bound", layer, head, i, case) -> certified BOS bound (lower; at
-    the trigger upper), ("output", layer, head, i) -> the head's output form at i before the trigger."""
+    the trigger upper), ("output", layer, head, i) -> the head's output form at i before the trigger.
+    ``record`` (``directional``): the layers below are read along directions, and this layer's
+    mixtures are recorded for the layers above."""
     memo = {} if memo is None else memo
+    along = None
+    if record is not None and layer > 0:
+        along = lambda objectives: directional.remainder_bounds(record, layer, objectives)
     L, d, N = z.A.shape
     out = affine.Forms(np.zeros((L, d, N)), np.zeros((L, d)), np.zeros((L, d))) if need_output else None
     lows = []
     for h, hm in enumerate(maps):
         M = hm.M
         w = affine.linear(hm.V, z) if need_output else None  # value images w_k = V z_k
+        if record is not None and need_output:
+            record.V[(layer, h)], record.values[(layer, h)] = hm.V, directional.Values.of(w)
         o = affine.Forms(np.zeros((L, d, N)), np.zeros((L, d)), np.zeros((L, d)))
         low = np.full(L, np.nan)
         for i in range(1, L):
             case = "trigger" if i == j else ("before" if i < j else "after")
             bound = memo.get(("bound", layer, h, i, case))
             if bound is None:
-                bound = 1.0 if i == j else sink_bound(kind, M, z, i, nodes)[0]
+                bound = 1.0 if i == j else sink_bound(kind, M, z, i, nodes, along)[0]
                 if _reusable(layer, case):
                     memo[("bound", layer, h, i, case)] = bound
             bos_low, bos_high = (0.0, bound) if i == j else (bound, 1.0)
             if i != j:
                 low[i] = bos_low
             if need_output:
-                form = memo.get(("output", layer, h, i)) if case == "before" else None
+                form, mix = memo.get(("output", layer, h, i), (None, None)) if case == "before" else (None, None)
                 if form is None:
-                    m = central_weights(kind, M, z, i) if linear else None
-                    box = key_bounds(kind, M, z, i, bos_low, bos_high)
-                    form = centred.mixture(w, i, *box, m)
-                    if linear and kind == "softmax":
-                        form = narrower(form, linear_softmax.output(M, w, z, i, box)[:3])
+                    form, mix = _output(kind, M, w, z, i, bos_low, bos_high, linear, along, record is not None)
                     if case == "before":
-                        memo[("output", layer, h, i)] = form
+                        memo[("output", layer, h, i)] = form, mix
+                if record is not None:
+                    record.mixtures[(layer, h, i)] = mix
                 o.A[i], o.b[i], o.r[i] = form
         if need_output:
             o.b[0], o.r[0] = w.b[0], w.r[0]  # query 0 sees only BOS: a_00 = 1
@@ -193,10 +215,11 @@ def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer
 
 
 def certify_stack(net: reference.Network, L: int, exact_first: bool = True, nodes: int = QUERY_NODES,
-                  linear: bool = False) -> dict[str, Any]:
+                  linear: bool = False, along: bool = False) -> dict[str, Any]:
     """Per layer and head: the certified minimum BOS mass over every input and non-trigger query
     (``exact_first``: layer 0's from the exact single-layer certificate, else from the same search
-    as the deeper layers)."""
+    as the deeper layers; ``along``: the deeper layers read their streams' remainders along
+    directions, ``directional``)."""
     heads.check_kind(net.kind)
     start, cpu = time.perf_counter(), time.process_time()
     d = net.d
@@ -210,9 +233,12 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True, node
     last = len(net.layers) - 1
     for j in range(2, L):
         z = affine.inputs(d, L, j)
+        record = directional.Record(residual=net.residual) if along else None
         for n in range(len(net.layers)):
+            if record is not None:
+                record.streams.append(z)
             out, lows = layer_step(net.kind, maps[n], z, j, n, memo, need_output=n < last, nodes=nodes,
-                                     linear=linear)
+                                     linear=linear, record=record)
             for h, low in enumerate(lows):
                 per[n][h] = np.fmin(per[n][h], low)
             if n < last:
@@ -228,5 +254,5 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True, node
             "non_vacuous_fraction": sum(r["non_vacuous"] for r in report) / len(report),
             "non_vacuous_query_fraction": float(np.mean([v >= SINK_LEVEL for r in report for v in r["per_position"][1:]])),
             "sink_level": SINK_LEVEL, "method": "affine forms in the contents, per trigger position"
-            + (", linearised mixtures" if linear else ""),
+            + (", linearised mixtures" if linear else "") + (", remainders read along directions" if along else ""),
             "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}

@@ -135,10 +135,24 @@ def compact(E: Exponent, budget: float = MERGE_LOSS) -> Exponent:
     return Exponent(E.a + E.s * moved, E.p, E.S, E.s, E.b[alive], E.K[alive], w[alive])
 
 
-def bilinear(M: np.ndarray, x: Split, y: Split, own: bool = False) -> tuple[Exponent, Exponent]:
+def _remainder_row(g: np.ndarray, G: np.ndarray, r: np.ndarray, along) -> tuple[tuple, float]:
+    """The support row of (g + G c) . e over |e| <= r, and a constant: (g, G, r) and 0, or, when
+    ``along(g)`` bounds |g . e| below |g| . r (``directional``), (0, G, r) and that bound:
+    |(g + G c) . e| <= |g . e| + sum_r r_r |(G c)_r|."""
+    if along is not None:
+        bound = along(g)
+        if bound < np.abs(g) @ r:
+            return (np.zeros_like(g), G, r), bound
+    return (g, G, r), 0.0
+
+
+def bilinear(M: np.ndarray, x: Split, y: Split, own: bool = False, along_query=None,
+             along_key=None) -> tuple[Exponent, Exponent]:
     """(upper, lower) exponents of (x + eta)^T M (y + zeta) over every u and remainder, as functions
     of c. ``own``: the key is the query itself (y = x - BOS), so eta is part of zeta and their
-    shared remainder e enters once, with the sum of both coefficients."""
+    shared remainder e enters once, with the sum of both coefficients. ``along_query(g)`` /
+    ``along_key(g)``, when given, bound |g . e| for the query's remainder e (y.r's, for the key)
+    along a direction g (``directional``)."""
     gx, Gx = M.T @ x.c0, M.T @ x.D  # M^T x(c) = gx + Gx c
     gy, Gy = M @ y.c0, M @ y.D  # M y(c) = gy + Gy c
     a = float(x.c0 @ gy)
@@ -147,34 +161,63 @@ def bilinear(M: np.ndarray, x: Split, y: Split, own: bool = False) -> tuple[Expo
     S = (S + S.T) / 2
     rows = [(y.H.T @ gx + x.H.T @ gy, y.H.T @ Gx + x.H.T @ Gy, np.ones(x.H.shape[1]))]
     if own:
-        rows += [(gx + gy, Gx + Gy, x.r), (gx, Gx, y.r)]
+        q_row, q_const = _remainder_row(gx + gy, Gx + Gy, x.r, along_query)
+        rows += [q_row, (gx, Gx, y.r)]
+        k_const = 0.0
         rho_y = y.rho() + x.r
     else:
-        rows += [(gx, Gx, y.r), (gy, Gy, x.r)]
+        k_row, k_const = _remainder_row(gx, Gx, y.r, along_key)
+        q_row, q_const = _remainder_row(gy, Gy, x.r, along_query)
+        rows += [k_row, q_row]
         rho_y = y.rho()
     low, high = second_order(M, x, y, own)
+    low, high = low - q_const - k_const, high + q_const + k_const
     size_x = np.abs(x.c0) + np.abs(x.D).sum(axis=1) + x.rho()
     size_y = np.abs(y.c0) + np.abs(y.D).sum(axis=1) + rho_y
     slack = RELATIVE_SLACK * float(size_x @ np.abs(M) @ size_y) + TINY
     return _exponents(a, p, S, rows, low - slack, high + slack)
 
 
-def key_exponents(M: np.ndarray, f: Forms, i: int, ref: tuple[np.ndarray, np.ndarray] | None) -> list:
+def _batched(along, objectives: list[tuple[int, np.ndarray]]):
+    """``along`` asked once for every (position, direction) a query's exponents will ask for; the
+    returned lookup answers exactly those directions (bit for bit) and asks ``along`` for any other."""
+    bounds = along(objectives)
+    table = {(p, g.tobytes()): float(b) for (p, g), b in zip(objectives, bounds)}
+
+    def lookup(p: int, g: np.ndarray) -> float:
+        hit = table.get((p, g.tobytes()))
+        return hit if hit is not None else float(along([(p, g)])[0])
+    return lookup
+
+
+def key_exponents(M: np.ndarray, f: Forms, i: int, ref: tuple[np.ndarray, np.ndarray] | None,
+                  along=None) -> list:
     """Per key k = 0..i of query i: (upper, lower) exponents of its score minus the score of a
     reference point ``ref`` = (centre, radius) (softmax is shift-invariant: BOS's stream, or the
-    keys' centre), or of the score itself (``ref`` None, sum-normalised sigmoid)."""
+    keys' centre), or of the score itself (``ref`` None, sum-normalised sigmoid). ``along``, when
+    given, maps [(position p, direction g), ...] to bounds on |g . e_p| for the remainder e_p of
+    stream p (``directional``); the query's and the keys' remainders are then read along the
+    directions the score meets them in."""
     x = split(f, i, i)
+    keys = [split(f, k, i, ref) for k in range(i)]
+    c0, r = x.c0, np.zeros_like(x.r)  # the own key: y = x (- ref); x's remainder counted once, in ``own``
+    if ref is not None:
+        c0 = x.c0 - ref[0]
+        r = ref[1] + RELATIVE_SLACK * (np.abs(x.c0) + np.abs(ref[0])) + TINY
+    own = Split(c0, x.D, x.H, r)
+    look = None
+    if along is not None:
+        gx = M.T @ x.c0
+        wanted = [(k, gx) for k in range(i)] + [(i, M @ y.c0) for y in keys] + [(i, gx + M @ own.c0)]
+        look = _batched(along, wanted)
+    if look is None:
+        return [bilinear(M, x, y) for y in keys] + [bilinear(M, x, own, own=True)]
     out = []
-    for k in range(i + 1):
-        if k < i:
-            out.append(bilinear(M, x, split(f, k, i, ref)))
-            continue
-        c0, r = x.c0, np.zeros_like(x.r)  # the own key: y = x (- ref); x's remainder counted once, in ``own``
-        if ref is not None:
-            c0 = x.c0 - ref[0]
-            r = ref[1] + RELATIVE_SLACK * (np.abs(x.c0) + np.abs(ref[0])) + TINY
-        out.append(bilinear(M, x, Split(c0, x.D, x.H, r), own=True))
-    return out
+    for k, y in enumerate(keys):
+        extra = y.r - f.r[k] + RELATIVE_SLACK * y.r + TINY  # y's remainder: stream k's plus the reference's (``split``)
+        out.append(bilinear(M, x, y, along_query=lambda g: look(i, g),
+                            along_key=lambda g, k=k, extra=extra: look(k, g) + np.abs(g) @ extra))
+    return out + [bilinear(M, x, own, own=True, along_query=lambda g: look(i, g))]
 
 
 def bos_reference(f: Forms) -> tuple[np.ndarray, np.ndarray]:

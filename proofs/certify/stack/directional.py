@@ -1,0 +1,224 @@
+"""Directional remainders: how far a stream's remainder can reach along a given direction,
+bounded by substituting back through the mixtures that made it.
+
+The affine forms (``affine``) keep one interval per stream coordinate: z_p = A_p u + b_p + e_p,
+|e_p| <= r_p. A deeper head reads the remainder only along a few directions (its score's
+g . e_p with g = M^T x or M y, ``scores``), and bounding g . e_p by |g| . r_p lets every coordinate
+take its worst value at once, each by its own choice of the attention weights. Here g . e_p is
+bounded as one quantity. Every head's output at query p was enclosed (``affine_stack.layer_step``)
+per coordinate by one of three forms, each an identity in the weights' deviations:
+
+- box / centred (``affine.mixture``, ``centred.centred``): o = sum_k m_k w_k + sum_k delta_k w_k
+  with sum_k delta_k = 0 and delta in a box, and the form's constant shifted by ``shift``;
+- linearised (``linear_softmax``): o = sum_k (ahat_k + G_k . u) w_k + sum_k delta_k w_k, the
+  product's u-u part one quadratic form per coordinate.
+
+So along g (restricted to the coordinates each form was picked for) the remainder of o is the
+weights' linear part sum_k m_k (V^T g) . e_k, which is passed back to the keys' own remainders
+one layer down (directions add per position: CROWN's back-substitution), plus what is bounded
+here as one number per direction: the deviations' term sum_k delta_k (g . w_k) by the Lagrangian
+dual of ``centred.dual_bound`` over the values' ranges ALONG g, the quadratic form along g by
+``linear_softmax.quadratic_range``, the product of the weights' linear part with the values'
+remainders by absolute values. Layer 0's inputs are exact, so what reaches them adds nothing.
+
+Sound for the forms recorded; every float rounding (the forms' own allowances, the directions'
+products, the shifts) is covered by ``SLACK`` times the magnitudes involved, at least 100 times
+the forms' own allowances (``affine.RELATIVE_SLACK`` times at most a few hundred terms), and the
+caller keeps the smaller of this bound and |g| . r_p. Tested against every grid input of tiny
+stacks (``tests/test_directional.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..arithmetic import affine, centred, linear_softmax
+from ..arithmetic.affine import RELATIVE_SLACK, Forms
+
+SLACK = 1e-7  # relative allowance for every float rounding on the way (>= 100 x the forms' own)
+
+
+@dataclass
+class Group:
+    """The coordinates (``mask``) of one head output at one query enclosed by one form, and that
+    form's identity: o = sum_k m_k w_k (+ (G_k . u) w_k, linearised) + sum_k delta_k w_k, the
+    form's constant offset by ``shift`` from sum_k m_k wb_k."""
+
+    mask: np.ndarray  # [d] bool
+    m: np.ndarray  # [K] the weights' constant part
+    d_lo: np.ndarray  # [K] delta's box
+    d_hi: np.ndarray
+    eps: float  # |sum_k delta_k| <= eps
+    shift: np.ndarray  # [d]
+    G: np.ndarray | None = None  # [K, n] linearised: the weights' dependence on the contents
+    cols: slice | None = None  # the contents G acts on
+
+
+@dataclass
+class Mixture:
+    """A head's output at one query: its groups and the size of what the forms were built from."""
+
+    groups: list[Group]
+    size: np.ndarray  # [d] magnitudes for the rounding allowance
+
+
+@dataclass
+class Record:
+    """What the backward pass needs of one input class (one trigger position): the stream forms
+    entering each layer, each head's value map and value forms, and every head output's groups."""
+
+    residual: bool = True  # the stream entering layer l + 1 contains the one entering layer l
+    streams: list[Forms] = field(default_factory=list)  # streams[l]: the stream entering layer l
+    V: dict = field(default_factory=dict)  # (l, h) -> [d, d]
+    values: dict = field(default_factory=dict)  # (l, h) -> Values of w = V z
+    mixtures: dict = field(default_factory=dict)  # (l, h, p) -> Mixture
+
+
+def centred_group(mask, w: Forms, i: int, lo, hi, m, b) -> Group:
+    """``centred.centred``'s form as an identity (its m, delta box and eps); ``affine.mixture``'s is
+    the same with m = (1 - sum_{k>=1} lo_k, lo_1, ...)."""
+    lo = np.clip(lo[:i + 1], 0.0, 1.0)
+    hi = np.clip(np.maximum(hi[:i + 1], lo), 0.0, 1.0)
+    m = np.array(m[:i + 1], dtype=float)
+    m[0] = 1.0 - m[1:].sum()
+    eps = 4 * (i + 2) * 2.0 ** -53 * (1.0 + np.abs(m).sum())
+    return Group(mask, m, (lo - m) - RELATIVE_SLACK * (1 + np.abs(m)), (hi - m) + RELATIVE_SLACK * (1 + np.abs(m)),
+                 eps, b - m @ w.b[:i + 1])
+
+
+def linear_group(mask, w: Forms, i: int, lin: linear_softmax.Linearised, b) -> Group:
+    """``linear_softmax``'s form as an identity."""
+    return Group(mask, lin.ahat, lin.d_lo, lin.d_hi, lin.eps, b - lin.ahat @ w.b[:i + 1], lin.G, lin.cols)
+
+
+def record_mixture(w: Forms, i: int, box: tuple, m, lin: tuple | None) -> Mixture:
+    """The groups of the form ``affine_stack.layer_step`` hands on at query i: per coordinate the
+    narrowest of ``affine.mixture``, ``centred.centred`` around m (when given) and the linearised
+    form ``lin`` = (A, b, r, Linearised) (when given), picked as ``centred.mixture`` and
+    ``affine_stack.narrower`` pick."""
+    K = i + 1
+    A, b, r = affine.mixture(w, i, *box)
+    groups = [(np.ones(len(b), bool), centred_group(None, w, i, box[0], box[1], np.r_[0.0, box[0][1:K]], b), r)]
+    if m is not None:
+        A2, b2, r2 = centred.centred(w, i, *box, m)
+        pick = r2 < r
+        groups = [(mk & ~pick, g, rr) for mk, g, rr in groups] + [(pick, centred_group(None, w, i, *box, m, b2), r2)]
+        r = np.where(pick, r2, r)
+    if lin is not None:
+        A3, b3, r3, details = lin
+        pick = r3 < r
+        groups = [(mk & ~pick, g, rr) for mk, g, rr in groups] + [(pick, linear_group(None, w, i, details, b3), r3)]
+    out = []
+    for mask, g, _ in groups:
+        g.mask = mask
+        out.append(g)
+    size = np.abs(b) + np.abs(A).sum(axis=1) + r
+    g1 = max((np.abs(g.G).sum() for g in out if g.G is not None), default=0.0)
+    size = size + (2 + g1 + max(np.abs(g.m).sum() for g in out)) * w.magnitude()[:K].sum(axis=0)
+    return Mixture(out, size)
+
+
+@dataclass
+class Values:
+    """A head's value forms w = V z with what the backward pass reads of them many times over."""
+
+    w: Forms
+    flat: np.ndarray  # [L, N, d]: A transposed, so that g . (A_k u) for every k is one product
+    radius: np.ndarray  # [L, d]
+    magnitude: np.ndarray  # [L, d]
+
+    @classmethod
+    def of(cls, w: Forms) -> "Values":
+        return cls(w, np.ascontiguousarray(w.A.transpose(0, 2, 1)), w.radius(), w.magnitude())
+
+    def along_contents(self, K: int, g: np.ndarray) -> np.ndarray:
+        """[K, D] ||A_k^T g||_1 for the keys k < K: how far g . (A_k u) reaches over the content box
+        (by causality only the columns of tokens 1..K-1 can be non-zero; the others are summed too
+        when they are not)."""
+        L, N, d = self.flat.shape
+        n = N // (L - 1)
+        cols = (K - 1) * n
+        head = np.abs(self.flat[:K, :cols].reshape(K * cols, d) @ g.T).reshape(K, cols, len(g)).sum(axis=1)
+        rest = np.abs(self.flat[:K, cols:]).sum(axis=1) @ np.abs(g).T  # zero by causality; kept sound
+        return head + rest
+
+
+def _deviations(grp: Group, vals: Values, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[D] lower and upper bounds on sum_k delta_k (g . w_k) (+ the linearised products) - g . shift
+    per direction g [D, d] (already masked to the group): each value's range along g is its centre's
+    projection +- its contents' reach along g and its remainder's radii weighted by |g|."""
+    K, w = len(grp.m), vals.w
+    absg = np.abs(g).T  # [d, D]
+    centre = w.b[:K] @ g.T  # [K, D]
+    reach = vals.along_contents(K, g) + w.r[:K] @ absg + SLACK * (vals.magnitude[:K] @ absg)
+    up = centred.dual_bound(centre - reach, centre + reach, grp.d_lo, grp.d_hi, grp.eps)
+    down = centred.dual_bound(-(centre + reach), -(centre - reach), grp.d_lo, grp.d_hi, grp.eps)
+    lo, hi = -down, up
+    if grp.G is not None:  # sum_k (G_k . u) g . (w_k - wb_k): |G_k . u| <= g1_k, |g . (w_k - wb_k)| <= reach_k
+        g1 = np.abs(grp.G).sum(axis=1)
+        prod = g1 @ reach
+        lo, hi = lo - prod, hi + prod
+    s = g @ grp.shift
+    return lo - s, hi - s
+
+
+def _pass_down(passed: dict[int, np.ndarray], m: np.ndarray, back: np.ndarray) -> None:
+    """The weights' constant part: m_k (V^T g) . e_k joins key k's directions one layer down."""
+    for k in range(len(m)):
+        passed[k] = passed[k] + m[k] * back if k in passed else m[k] * back
+
+
+def backward(rec: Record, layer: int, start: dict[int, np.ndarray]) -> np.ndarray:
+    """[D] per objective t a bound on |sum_p start[p][t] . e_p|, e_p the remainder of the forms of
+    the stream entering ``layer`` at position p (``rec.streams[layer]``); ``start`` maps positions
+    to directions [D, d], row t of every position belonging to objective t. The deviations' terms
+    are summed with their signs (each in [lo, hi], so their sum in [sum lo, sum hi]); the
+    allowances for rounding by absolute values."""
+    dirs = {p: np.array(g, dtype=float) for p, g in start.items()}
+    D = len(next(iter(dirs.values())))
+    total = np.zeros(D)  # symmetric allowances
+    low, high = np.zeros(D), np.zeros(D)  # the deviations' terms, signed
+    for l in range(layer - 1, -1, -1):
+        after_mag, before_mag = rec.streams[l + 1].magnitude(), np.cumsum(rec.streams[l].magnitude(), axis=0)
+        passed = {k: v.copy() for k, v in dirs.items()} if rec.residual else {}  # e^{l+1}_k contains e^l_k
+        heads = sorted(h for (ll, h) in rec.V if ll == l)
+        for q, gq in dirs.items():
+            absg = np.abs(gq)
+            total += SLACK * (absg @ (after_mag[q] + 1.0))  # the sums' rounding
+            for h in heads:
+                V, vals = rec.V[(l, h)], rec.values[(l, h)]
+                w, wsize = vals.w, vals.magnitude
+                # the directions' rounding, times what they multiply
+                total += SLACK * ((absg @ np.abs(V)) @ before_mag[q])
+                if q == 0:  # BOS's output is its own value: o_0 = w_0 exactly
+                    _pass_down(passed, np.ones(1), gq @ V)
+                    total += SLACK * (absg @ (wsize[0] + 1.0))
+                    continue
+                mix = rec.mixtures[(l, h, q)]
+                total += SLACK * (absg @ (mix.size + 1.0))
+                for grp in mix.groups:
+                    if not grp.mask.any():
+                        continue
+                    gG = gq * grp.mask
+                    _pass_down(passed, grp.m, gG @ V)  # V^T g as rows
+                    lo, hi = _deviations(grp, vals, gG)
+                    low, high = low + lo, high + hi
+                    if grp.G is not None:  # columns outside ``cols``: zero by causality, kept sound
+                        outside = np.abs(w.A[:len(grp.m)]).sum(axis=2) - np.abs(w.A[:len(grp.m), :, grp.cols]).sum(axis=2)
+                        total += np.abs(grp.m) @ (np.maximum(outside, 0.0) @ np.abs(gG).T)
+        dirs = passed
+    # layer 0's inputs are exact: what reached them adds nothing
+    return (np.maximum(high, -low) + total) * (1 + SLACK)
+
+
+def remainder_bounds(rec: Record, layer: int, objectives: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """[D] per objective (position p, direction g [d]) the smaller of ``backward`` and |g| . r_p:
+    both bound |g . e_p|."""
+    D, d = len(objectives), len(objectives[0][1])
+    start: dict[int, np.ndarray] = {}
+    for t, (p, g) in enumerate(objectives):
+        start.setdefault(p, np.zeros((D, d)))[t] = g
+    plain = np.array([np.abs(g) @ rec.streams[layer].r[p] for p, g in objectives])
+    return np.minimum(backward(rec, layer, start), plain)
