@@ -189,3 +189,15 @@ def test_directional_slack_is_pinned():
     """The rounding allowance: 100 x the forms' own at the widest products (a few hundred terms)."""
     assert directional.SLACK == 1e-7
     assert directional.SLACK >= 100 * affine.RELATIVE_SLACK * 400
+
+
+def test_score_row_without_its_directional_bound_is_caught(monkeypatch):
+    """The score's remainder row read along a direction, with the bound on |g . e| dropped."""
+    from proofs.certify.stack import scores
+
+    real = scores._remainder_row
+    monkeypatch.setattr(scores, "_remainder_row", lambda g, G, r, along: (real(g, G, r, along)[0], 0.0))
+    d, L, seed, kind, beta = STACKS[2]
+    net = sinking_stack(d, seed, kind, beta=beta, layers=LAYERS)
+    cert = affine_stack.certify_stack(net, L, exact_first=False, linear=True, along=True)
+    assert violations(cert, enumerated_minima(net, L)) != []
