@@ -1,7 +1,7 @@
 """Directional remainders (``proofs.certify.stack.directional``): the back-substituted bound on
-g . e_p against every grid input of tiny three-layer stacks (box and linearised mixtures, random
-and score directions), the stack certificate that reads its remainders along directions below
-every enumerated input; and a planted mistake in each piece caught."""
+g . e_p against every grid input of tiny three-layer stacks (random and score directions) and
+equal to the exact supremum on a linear record, the stack certificate that reads its remainders
+along directions below every enumerated input; and a planted mistake in each piece caught."""
 
 import numpy as np
 import pytest
@@ -14,13 +14,13 @@ from test_linear_stack import STACKS, grid_streams
 LAYERS = 3
 
 
-def recorded(net, L, j, linear):
+def recorded(net, L, j):
     """The forms entering every layer of trigger position j, with their ``Record``."""
     maps = [[heads.head_maps(net, n, h) for h in range(ly.heads)] for n, ly in enumerate(net.layers)]
     z, memo, rec = affine.inputs(net.d, L, j), {}, directional.Record()
     for n in range(len(maps) - 1):
         rec.streams.append(z)
-        out, _ = affine_stack.layer_step(net.kind, maps[n], z, j, n, memo, linear=linear, record=rec)
+        out, _ = affine_stack.layer_step(net.kind, maps[n], z, j, n, memo, record=rec)
         z = affine.add(z, out)
     rec.streams.append(z)
     return rec, maps
@@ -36,7 +36,7 @@ def directions(rng, maps, z, n, d, L):
     return out
 
 
-def escapes(key, linear, plain=False, layers=(1, 2)):
+def escapes(key, plain=False, layers=(1, 2)):
     """The largest amount by which |g . e_p| over the grid inputs exceeds its bound (<= 0: every
     input enclosed), relative to |g| . r_p, over trigger positions, layers 1 and 2, and objectives; ``plain``: also how
     often the bound is below |g| . r_p (the fraction of objectives where it helps)."""
@@ -46,7 +46,7 @@ def escapes(key, linear, plain=False, layers=(1, 2)):
     worst, helped, total = -np.inf, 0, 0
     for j in range(2, L):
         u, xs = grid_streams(net, L, j)
-        rec, maps = recorded(net, L, j, linear)
+        rec, maps = recorded(net, L, j)
         for n in layers:
             z = rec.streams[n]
             e = xs[n] - (np.einsum("ldn,bn->bld", z.A, u) + z.b)  # [B, L, d] the remainders at the grid inputs
@@ -70,14 +70,13 @@ IDS = [f"d{d}-L{L}-seed{s}" for d, L, s, _, _ in STACKS]
 
 
 @pytest.mark.parametrize("key", STACKS, ids=IDS)
-@pytest.mark.parametrize("linear", [False, True], ids=["box", "linear"])
-def test_directional_bound_encloses_every_grid_input(key, linear):
-    assert escapes(key, linear) <= 1e-9
+def test_directional_bound_encloses_every_grid_input(key):
+    assert escapes(key) <= 1e-9
 
 
 def test_directional_bound_is_below_the_coordinatewise_one_somewhere():
     """Not a no-op: on a tiny stack the back-substituted bound beats |g| . r_p on some objectives."""
-    worst, helped = escapes(STACKS[0], True, plain=True)
+    worst, helped = escapes(STACKS[0], plain=True)
     assert worst <= 1e-9 and helped > 0.05
 
 
@@ -85,7 +84,7 @@ def test_directional_bound_is_below_the_coordinatewise_one_somewhere():
 def test_stack_read_along_directions_below_every_enumerated_input(key):
     d, L, seed, kind, beta = key
     net = sinking_stack(d, seed, kind, beta=beta, layers=LAYERS)
-    cert = affine_stack.certify_stack(net, L, exact_first=False, linear=True, along=True)
+    cert = affine_stack.certify_stack(net, L, exact_first=False, along=True)
     assert violations(cert, enumerated_minima(net, L)) == []
 
 
@@ -154,7 +153,7 @@ def planted_caught():
 def test_dropped_deviation_term_is_caught(monkeypatch):
     monkeypatch.setattr(directional, "_deviations", lambda grp, w, g: (np.zeros(len(g)), np.zeros(len(g))))
     assert planted_caught()
-    assert any(escapes(key, False) > 1e-6 for key in STACKS)
+    assert any(escapes(key) > 1e-6 for key in STACKS)
 
 
 def test_dropped_residual_path_is_caught(monkeypatch):
@@ -199,5 +198,5 @@ def test_score_row_without_its_directional_bound_is_caught(monkeypatch):
     monkeypatch.setattr(scores, "_remainder_row", lambda g, G, r, along: (real(g, G, r, along)[0], 0.0))
     d, L, seed, kind, beta = STACKS[2]
     net = sinking_stack(d, seed, kind, beta=beta, layers=LAYERS)
-    cert = affine_stack.certify_stack(net, L, exact_first=False, linear=True, along=True)
+    cert = affine_stack.certify_stack(net, L, exact_first=False, along=True)
     assert violations(cert, enumerated_minima(net, L)) != []

@@ -19,7 +19,7 @@ from typing import Any
 EVAL_SEQUENCES = 1000
 EVAL_TRIGGER = 7
 STACK_METHODS = ("box", "zonotope", "linear", "directional")  # the stack certificates: affine forms with interval
-# remainders, zonotopes, the affine forms with linearised mixtures, and those with remainders read along directions
+# remainders, zonotopes, the affine forms with linearised mixtures, and with centred mixtures read along directions
 
 
 def is_single_head(net) -> bool:
@@ -53,10 +53,10 @@ def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None
     if not is_single_head(net):
         # layer 0 by the stack's own search (shared across trigger positions, stopped at SEARCH_RTOL):
         # the exact single-layer certificate closes to 1e-9 but costs about as much as the rest
-        linear, along = stack_method in ("linear", "directional"), stack_method == "directional"
+        linear, along = stack_method == "linear", stack_method == "directional"
         out = affine_stack.certify_stack(net, L, exact_first=False, linear=linear, along=along)
         out["seconds"] = time.perf_counter() - start
-        return {"type": "stack", "stack_method": stack_method if linear else "box", **out}
+        return {"type": "stack", "stack_method": stack_method if linear or along else "box", **out}
     cert = sink.certify_head(net, L)
     h = heads.head_maps(net)
     bracket = eta.bracket(net, h, L, cert["queries"], vertex, target_ratio)

@@ -33,8 +33,6 @@ FN_RTOL (1 + sum_m D_m) to every rho_k).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from . import centred
@@ -114,25 +112,11 @@ def intersect_box(d_lo, d_hi, ahat, g1, lo, hi, fl):
     return np.minimum(new_lo, new_hi), np.maximum(new_lo, new_hi)
 
 
-@dataclass
-class Linearised:
-    """The identity behind ``output``'s form: a_k = ahat_k + G_k . u_cols + delta_k with delta_k in
-    [d_lo_k, d_hi_k] and |sum_k delta_k| <= eps (``stack.directional`` reads the form through it)."""
-
-    ahat: np.ndarray  # [K]
-    G: np.ndarray  # [K, n]
-    d_lo: np.ndarray  # [K]
-    d_hi: np.ndarray
-    eps: float
-    cols: slice
-
-
-def output(M: np.ndarray, w: Forms, z: Forms, i: int, box: tuple[np.ndarray, np.ndarray] | None = None,
-           details: list | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def output(M: np.ndarray, w: Forms, z: Forms, i: int, box: tuple[np.ndarray, np.ndarray] | None = None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(A [d, N], b [d], r [d]) enclosing o_i = sum_{k<=i} a_ik w_k (softmax weights of z's scores
     under M, w the value images), plus the weights' enclosure a_k in [lo_k, hi_k] from the
-    linearisation (for the callers that intersect it with others). ``details``: a list the
-    form's ``Linearised`` identity is appended to."""
+    linearisation (for the callers that intersect it with others)."""
     L, d, N = z.A.shape
     n = d - 3
     K = i + 1
@@ -156,8 +140,6 @@ def output(M: np.ndarray, w: Forms, z: Forms, i: int, box: tuple[np.ndarray, np.
         d_lo, d_hi = intersect_box(d_lo, d_hi, ahat, g1, box[0][:K], box[1][:K], fl)
     # sum_k delta_k = 1 - sum_k ahat_k - (sum_k G_k) . u: zero for the exact J, up to rounding here
     eps = abs(1 - ahat.sum()) + np.abs(G.sum(axis=0)).sum() + 8 * K * 2.0 ** -53 * (1 + g1.sum())
-    if details is not None:
-        details.append(Linearised(ahat, G, d_lo, d_hi, float(eps), cols))
     wb, wA = w.b[:K], w.A[:K, :, cols]
     wr = w.r[:K] + np.abs(w.A[:K, :, cols.stop:]).sum(axis=2)  # 0 by causality; kept sound
     w_rad = np.abs(wA).sum(axis=2) + wr  # [K, d]
