@@ -180,7 +180,7 @@ def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer
     memo = {} if memo is None else memo
     along = None
     if record is not None and layer > 0:
-        along = lambda objectives: directional.remainder_bounds(record, layer, objectives)
+        along = directional.Cached(record, layer)
     L, d, N = z.A.shape
     out = affine.Forms(np.zeros((L, d, N)), np.zeros((L, d)), np.zeros((L, d))) if need_output else None
     lows = []

@@ -182,3 +182,24 @@ def remainder_bounds(rec: Record, layer: int, objectives: list[tuple[int, np.nda
         start.setdefault(p, np.zeros((D, d)))[t] = g
     plain = np.array([np.abs(g) @ rec.streams[layer].r[p] for p, g in objectives])
     return np.minimum(backward(rec, layer, start), plain)
+
+
+class Cached:
+    """``remainder_bounds`` of one layer's stream, each (position, direction) computed once: a
+    query's three score searches (its BOS mass, and the keys' weights against two references) ask
+    for the same key directions."""
+
+    def __init__(self, rec: Record, layer: int):
+        self.rec, self.layer, self.known = rec, layer, {}
+
+    def __call__(self, objectives: list[tuple[int, np.ndarray]]) -> np.ndarray:
+        keys = [(p, g.tobytes()) for p, g in objectives]
+        new, seen = [], set()
+        for key, obj in zip(keys, objectives):
+            if key not in self.known and key not in seen:
+                new.append((key, obj))
+                seen.add(key)
+        if new:
+            for (key, _), bound in zip(new, remainder_bounds(self.rec, self.layer, [o for _, o in new])):
+                self.known[key] = float(bound)
+        return np.array([self.known[key] for key in keys])
