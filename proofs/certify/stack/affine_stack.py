@@ -150,16 +150,12 @@ def narrower(f: tuple, g: tuple) -> tuple:
 
 def _output(kind: str, M: np.ndarray, w: affine.Forms, z: affine.Forms, i: int, bos_low: float, bos_high: float,
             linear: bool, along, recording: bool) -> tuple[tuple, directional.Mixture | None]:
-    """A head's output form at query i and, when ``recording``, its identity for ``directional``.
-    Recorded forms are the centred mixture on every coordinate: read along a direction its
-    deviations (of either sign, summing to zero) beat the box form's knapsack even on the
-    coordinates where the box form's own interval is the narrower. Otherwise per coordinate the
-    narrowest of the box, centred and (``linear``) linearised mixtures."""
+    """A head's output form at query i and, when ``recording``, its identity for ``directional``
+    (per coordinate the narrower of the box and centred mixtures). Otherwise per coordinate the
+    narrowest of the box, centred (``linear``) and linearised (``linear``) mixtures."""
     box = key_bounds(kind, M, z, i, bos_low, bos_high, along)
     if recording:
-        m = central_weights(kind, M, z, i)
-        form = centred.centred(w, i, *box, m)
-        return form, directional.centred_mixture(w, i, *box, m, form)
+        return directional.mixture(w, i, *box, central_weights(kind, M, z, i))
     m = central_weights(kind, M, z, i) if linear else None
     form = centred.mixture(w, i, *box, m)
     if linear and kind == "softmax":

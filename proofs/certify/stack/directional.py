@@ -5,21 +5,20 @@ The affine forms (``affine``) keep one interval per stream coordinate: z_p = A_p
 |e_p| <= r_p. A deeper head reads the remainder only along a few directions (its score's
 g . e_p with g = M^T x or M y, ``scores``), and bounding g . e_p by |g| . r_p lets every coordinate
 take its worst value at once, each by its own choice of the attention weights. Here g . e_p is
-bounded as one quantity. With ``affine_stack.certify_stack(along=True)`` every head output is the
-centred mixture (``centred.centred`` around the weights at the stream's centre m), an identity in
-the weights' deviations:
+bounded as one quantity. With ``affine_stack.certify_stack(along=True)`` every head output is, per
+coordinate, the narrower of the centred mixture around the weights at the stream's centre m
+(``centred.centred``) and the box form's knapsack (``affine.mixture``, the same identity around
+m = (1 - sum_{k>=1} lo_k, lo_1, ...)), each an identity in the weights' deviations:
 
     o_p = sum_k m_k w_k + sum_k delta_k w_k,   sum_k delta_k = 0,   delta in a box,
 
 its constant offset by ``shift``. So along g the remainder of o_p is the weights' constant part
 sum_k m_k (V^T g) . e_k, passed back to the keys' own remainders one layer down (directions add
 per position: CROWN's back-substitution), plus the deviations' term sum_k delta_k (g . w_k),
-bounded here as one number per direction by the Lagrangian dual of ``centred.dual_bound`` over the
-values' ranges ALONG g (their contents' reach ||A_k^T g||_1, their remainders by |g|), with its sign
-kept: the terms add as intervals. Layer 0's inputs are exact, so what reaches them adds nothing.
-Per coordinate the centred form can be wider than the box form's knapsack (``affine.mixture``),
-but read along a direction its deviations of either sign cancel: on the 4 x 4 seed-1 stack at the
-trigger 2, query 8, layer 2 it gives 0.87 where picking the narrower form per coordinate gives 0.84.
+bounded here as one number per direction and form by the Lagrangian dual of
+``centred.dual_bound`` over the values' ranges ALONG g (their contents' reach ||A_k^T g||_1, their
+remainders by |g|), with its sign kept: the terms add as intervals. Layer 0's inputs are exact,
+so what reaches them adds nothing.
 
 Sound for the forms recorded; every float rounding (the forms' own allowances, the directions'
 products, the shifts) is covered by ``SLACK`` times the magnitudes involved, at least 100 times
@@ -34,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..arithmetic import centred
+from ..arithmetic import affine, centred
 from ..arithmetic.affine import RELATIVE_SLACK, Forms
 
 SLACK = 1e-7  # relative allowance for every float rounding on the way (>= 100 x the forms' own)
@@ -74,19 +73,32 @@ class Record:
     mixtures: dict = field(default_factory=dict)  # (l, h, p) -> Mixture
 
 
-def centred_mixture(w: Forms, i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray, form: tuple) -> Mixture:
-    """``centred.centred``'s form (A, b, r) around m as an identity: its m, delta box and eps, and
-    the shift of its constant."""
+def _group(mask: np.ndarray, w: Forms, i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray, b: np.ndarray) -> Group:
+    """The identity of a form written around m with the constant b (``centred.centred``'s; with
+    m = (1 - sum_{k>=1} lo_k, lo_1, ...) also ``affine.mixture``'s): its delta box and eps."""
     lo = np.clip(lo[:i + 1], 0.0, 1.0)
     hi = np.clip(np.maximum(hi[:i + 1], lo), 0.0, 1.0)
     m = np.array(m[:i + 1], dtype=float)
     m[0] = 1.0 - m[1:].sum()
     eps = 4 * (i + 2) * 2.0 ** -53 * (1.0 + np.abs(m).sum())
+    return Group(mask, m, (lo - m) - RELATIVE_SLACK * (1 + np.abs(m)), (hi - m) + RELATIVE_SLACK * (1 + np.abs(m)),
+                 eps, b - m @ w.b[:i + 1])
+
+
+def mixture(w: Forms, i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray) -> tuple[tuple, Mixture]:
+    """A head's output form at query i and its identity: per coordinate the narrower of the centred
+    mixture around m (``centred.centred``) and the box form's knapsack (``affine.mixture``), as
+    ``centred.mixture`` picks."""
+    A1, b1, r1 = affine.mixture(w, i, lo, hi)
+    A2, b2, r2 = centred.centred(w, i, lo, hi, m)
+    pick = r2 < r1
+    form = (np.where(pick[:, None], A2, A1), np.where(pick, b2, b1), np.where(pick, r2, r1))
+    groups = [_group(pick, w, i, lo, hi, m, b2)]
+    if not pick.all():
+        groups.append(_group(~pick, w, i, lo, hi, np.r_[0.0, np.clip(lo[1:i + 1], 0.0, 1.0)], b1))
     A, b, r = form
-    grp = Group(np.ones(len(b), bool), m, (lo - m) - RELATIVE_SLACK * (1 + np.abs(m)),
-                (hi - m) + RELATIVE_SLACK * (1 + np.abs(m)), eps, b - m @ w.b[:i + 1])
-    size = np.abs(b) + np.abs(A).sum(axis=1) + r + (2 + np.abs(m).sum()) * w.magnitude()[:i + 1].sum(axis=0)
-    return Mixture([grp], size)
+    size = np.abs(b) + np.abs(A).sum(axis=1) + r + 3 * w.magnitude()[:i + 1].sum(axis=0)
+    return form, Mixture(groups, size)
 
 
 @dataclass
