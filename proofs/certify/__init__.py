@@ -15,7 +15,8 @@ Its rooms, lowest first (``RANKS``; a room imports only rooms below it):
   trigger, each key's weight tied to its content), ``eta`` (the bracket), ``t1`` (the project's T1
   applied with eta_up).
 - ``stack``: residual stacks, a bound per head: ``affine_stack`` (affine forms with interval
-  remainders; ``scores``, a deeper layer's scores) and ``zono_stack`` (zonotopes).
+  remainders; ``scores``, a deeper layer's scores; ``directional``, the remainders read along the
+  scores' directions) and ``zono_stack`` (zonotopes).
 
 Pure mathematics on weights (Fractions, numpy float64 with a-priori rounding bounds, Arb balls);
 imports ``constructions`` and ``proofs.statements`` only, never torch or ``empirical``.
