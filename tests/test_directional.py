@@ -8,7 +8,7 @@ import pytest
 
 from proofs.certify.arithmetic import affine, heads
 from proofs.certify.stack import affine_stack, directional
-from test_certify_stack import enumerated_minima, sinking_stack, violations
+from test_certify_stack import SINKING, enumerated_minima, sinking_stack, violations
 from test_linear_stack import STACKS, grid_streams
 
 LAYERS = 3
@@ -80,7 +80,7 @@ def test_directional_bound_is_below_the_coordinatewise_one_somewhere():
     assert worst <= 1e-9 and helped > 0.05
 
 
-@pytest.mark.parametrize("key", STACKS[:3], ids=IDS[:3])
+@pytest.mark.parametrize("key", STACKS[:3] + [SINKING[3]], ids=IDS[:3] + ["sigmoid_norm"])
 def test_stack_read_along_directions_below_every_enumerated_input(key):
     d, L, seed, kind, beta = key
     net = sinking_stack(d, seed, kind, beta=beta, layers=LAYERS)

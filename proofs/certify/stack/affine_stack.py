@@ -152,7 +152,7 @@ def _output(kind: str, M: np.ndarray, w: affine.Forms, z: affine.Forms, i: int, 
             linear: bool, along, recording: bool) -> tuple[tuple, directional.Mixture | None]:
     """A head's output form at query i and, when ``recording``, its identity for ``directional``
     (per coordinate the narrower of the box and centred mixtures). Otherwise per coordinate the
-    narrowest of the box, centred (``linear``) and linearised (``linear``) mixtures."""
+    box mixture or, with ``linear``, the narrowest of the box, centred and linearised mixtures."""
     box = key_bounds(kind, M, z, i, bos_low, bos_high, along)
     if recording:
         return directional.mixture(w, i, *box, central_weights(kind, M, z, i))
