@@ -200,3 +200,9 @@ def test_score_row_without_its_directional_bound_is_caught(monkeypatch):
     net = sinking_stack(d, seed, kind, beta=beta, layers=LAYERS)
     cert = affine_stack.certify_stack(net, L, exact_first=False, along=True)
     assert violations(cert, enumerated_minima(net, L)) != []
+
+
+def test_rounding_turned_inward_is_caught(monkeypatch):
+    """The allowance subtracted instead of added: the bound falls below the exact supremum."""
+    monkeypatch.setattr(directional, "SLACK", -1e-3)
+    assert planted_caught()
