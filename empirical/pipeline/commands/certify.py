@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a stack's certificate: affine forms with interval remainders (box, default), zonotopes "
                         "(proofs/certify/stack/zono_stack.py; softmax only), both side by side, the affine "
                         "forms with linearised mixtures (linear), or those with the remainders read along the "
-                        "scores' directions (directional; about 4 x linear's CPU)")
+                        "scores' directions (directional; about 4-8 x linear's CPU)")
     p.add_argument("--recheck", default=None, choices=("marabou",),
                    help="ask a second verifier at every query of each single-layer softmax head (marabou, optional "
                         "extra .[marabou]): no input below the certified minimum minus a margin (must be unsat), one "
