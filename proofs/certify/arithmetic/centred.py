@@ -45,21 +45,29 @@ def dual_bound(y_lo: np.ndarray, y_hi: np.ndarray, d_lo: np.ndarray, d_hi: np.nd
     return total.min(axis=0)
 
 
+def deviation_box(i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(m, d_lo, d_hi, eps) for the keys 0..i: the coefficients with m_0 = 1 - sum_{k>=1} m_k, the box
+    of the deviations delta = a - m over lo <= a <= hi (clipped to [0, 1], rounded outward), and
+    the bound eps on |sum_k delta_k| (sum a = 1, sum m = 1 up to the float sum)."""
+    lo = np.clip(lo[:i + 1], 0.0, 1.0)
+    hi = np.clip(np.maximum(hi[:i + 1], lo), 0.0, 1.0)
+    m = np.array(m[:i + 1], dtype=float)
+    m[0] = 1.0 - m[1:].sum()
+    eps = 4 * (i + 2) * 2.0 ** -53 * (1.0 + np.abs(m).sum())  # |sum m - 1| after the float sum
+    d_lo = (lo - m) - RELATIVE_SLACK * (1 + np.abs(m))  # outward: the differences' rounding
+    d_hi = (hi - m) + RELATIVE_SLACK * (1 + np.abs(m))
+    return m, d_lo, d_hi, eps
+
+
 def centred(w: Forms, i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(A [d, N], b [d], r [d]) enclosing o_i = sum_{k<=i} a_ik w_k for every a with lo <= a <= hi
     and sum a = 1, written around the coefficients m [i + 1] (m_0 is taken as 1 - sum_{k>=1} m_k)."""
-    lo = np.clip(lo, 0.0, 1.0)
-    hi = np.clip(np.maximum(hi, lo), 0.0, 1.0)
     keys = slice(0, i + 1)
-    m = np.array(m[keys], dtype=float)
-    m[0] = 1.0 - m[1:].sum()
-    eps = 4 * (i + 2) * 2.0 ** -53 * (1.0 + np.abs(m).sum())  # |sum m - 1| after the float sum
+    m, d_lo, d_hi, eps = deviation_box(i, lo, hi, m)
     A = np.einsum("k,kdn->dn", m, w.A[keys])
     b = m @ w.b[keys]
     mag = w.magnitude()[keys]
     rad = w.radius()[keys]
-    d_lo = (lo - m) - RELATIVE_SLACK * (1 + np.abs(m))  # outward: the differences' rounding
-    d_hi = (hi - m) + RELATIVE_SLACK * (1 + np.abs(m))
     y_lo, y_hi = w.b[keys] - rad, w.b[keys] + rad
     up = dual_bound(y_lo, y_hi, d_lo, d_hi, eps)
     down = dual_bound(-y_hi, -y_lo, d_lo, d_hi, eps)
@@ -72,9 +80,12 @@ def centred(w: Forms, i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray) -> 
 def mixture(w: Forms, i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per coordinate the narrower (smaller remainder) of ``affine.mixture`` and ``centred`` around
     m (None: ``affine.mixture`` alone)."""
-    A, b, r = box_mixture(w, i, lo, hi)
-    if m is None:
-        return A, b, r
-    A2, b2, r2 = centred(w, i, lo, hi, m)
-    pick = r2 < r
-    return np.where(pick[:, None], A2, A), np.where(pick, b2, b), np.where(pick, r2, r)
+    box = box_mixture(w, i, lo, hi)
+    return box if m is None else narrower(box, centred(w, i, lo, hi, m))[0]
+
+
+def narrower(f: tuple, g: tuple) -> tuple[tuple, np.ndarray]:
+    """Per coordinate the enclosure (A, b, r) with the smaller remainder (both are sound), and
+    where g's was picked [d]."""
+    pick = g[2] < f[2]
+    return (np.where(pick[:, None], g[0], f[0]), np.where(pick, g[1], f[1]), np.where(pick, g[2], f[2])), pick

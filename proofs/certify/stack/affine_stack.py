@@ -142,12 +142,6 @@ def central_weights(kind: str, M: np.ndarray, z: affine.Forms, i: int) -> np.nda
     return e / e.sum()
 
 
-def narrower(f: tuple, g: tuple) -> tuple:
-    """Per coordinate the enclosure (A, b, r) with the smaller remainder (both are sound)."""
-    pick = g[2] < f[2]
-    return np.where(pick[:, None], g[0], f[0]), np.where(pick, g[1], f[1]), np.where(pick, g[2], f[2])
-
-
 def _output(kind: str, M: np.ndarray, w: affine.Forms, z: affine.Forms, i: int, bos_low: float, bos_high: float,
             linear: bool, along, recording: bool) -> tuple[tuple, directional.Mixture | None]:
     """A head's output form at query i and, when ``recording``, its identity for ``directional``
@@ -159,7 +153,7 @@ def _output(kind: str, M: np.ndarray, w: affine.Forms, z: affine.Forms, i: int, 
     m = central_weights(kind, M, z, i) if linear else None
     form = centred.mixture(w, i, *box, m)
     if linear and kind == "softmax":
-        form = narrower(form, linear_softmax.output(M, w, z, i, box)[:3])
+        form = centred.narrower(form, linear_softmax.output(M, w, z, i, box)[:3])[0]
     return form, None
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..arithmetic import affine, centred
-from ..arithmetic.affine import RELATIVE_SLACK, Forms
+from ..arithmetic.affine import Forms
 
 SLACK = 1e-7  # relative allowance for every float rounding on the way (>= 100 x the forms' own)
 
@@ -76,26 +76,19 @@ class Record:
 def _group(mask: np.ndarray, w: Forms, i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray, b: np.ndarray) -> Group:
     """The identity of a form written around m with the constant b (``centred.centred``'s; with
     m = (1 - sum_{k>=1} lo_k, lo_1, ...) also ``affine.mixture``'s): its delta box and eps."""
-    lo = np.clip(lo[:i + 1], 0.0, 1.0)
-    hi = np.clip(np.maximum(hi[:i + 1], lo), 0.0, 1.0)
-    m = np.array(m[:i + 1], dtype=float)
-    m[0] = 1.0 - m[1:].sum()
-    eps = 4 * (i + 2) * 2.0 ** -53 * (1.0 + np.abs(m).sum())
-    return Group(mask, m, (lo - m) - RELATIVE_SLACK * (1 + np.abs(m)), (hi - m) + RELATIVE_SLACK * (1 + np.abs(m)),
-                 eps, b - m @ w.b[:i + 1])
+    m, d_lo, d_hi, eps = centred.deviation_box(i, lo, hi, m)
+    return Group(mask, m, d_lo, d_hi, eps, b - m @ w.b[:i + 1])
 
 
 def mixture(w: Forms, i: int, lo: np.ndarray, hi: np.ndarray, m: np.ndarray) -> tuple[tuple, Mixture]:
     """A head's output form at query i and its identity: per coordinate the narrower of the centred
     mixture around m (``centred.centred``) and the box form's knapsack (``affine.mixture``), as
     ``centred.mixture`` picks."""
-    A1, b1, r1 = affine.mixture(w, i, lo, hi)
-    A2, b2, r2 = centred.centred(w, i, lo, hi, m)
-    pick = r2 < r1
-    form = (np.where(pick[:, None], A2, A1), np.where(pick, b2, b1), np.where(pick, r2, r1))
-    groups = [_group(pick, w, i, lo, hi, m, b2)]
-    if not pick.all():
-        groups.append(_group(~pick, w, i, lo, hi, np.r_[0.0, np.clip(lo[1:i + 1], 0.0, 1.0)], b1))
+    box, cen = affine.mixture(w, i, lo, hi), centred.centred(w, i, lo, hi, m)
+    form, pick = centred.narrower(box, cen)
+    rest = np.r_[0.0, np.clip(lo[1:i + 1], 0.0, 1.0)]  # the box form's m, with m_0 = 1 - sum_{k>=1} lo_k
+    groups = [_group(mask, w, i, lo, hi, around, b) for mask, around, b in ((pick, m, cen[1]), (~pick, rest, box[1]))
+              if mask.any()]
     A, b, r = form
     size = np.abs(b) + np.abs(A).sum(axis=1) + r + 3 * w.magnitude()[:i + 1].sum(axis=0)
     return form, Mixture(groups, size)
@@ -107,12 +100,11 @@ class Values:
 
     w: Forms
     flat: np.ndarray  # [L, N, d]: A transposed, so that g . (A_k u) for every k is one product
-    radius: np.ndarray  # [L, d]
     magnitude: np.ndarray  # [L, d]
 
     @classmethod
     def of(cls, w: Forms) -> "Values":
-        return cls(w, np.ascontiguousarray(w.A.transpose(0, 2, 1)), w.radius(), w.magnitude())
+        return cls(w, np.ascontiguousarray(w.A.transpose(0, 2, 1)), w.magnitude())
 
     def along_contents(self, K: int, g: np.ndarray) -> np.ndarray:
         """[K, D] ||A_k^T g||_1 for the keys k < K: how far g . (A_k u) reaches over the content box
@@ -127,8 +119,9 @@ class Values:
 
 
 def _deviations(grp: Group, vals: Values, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """[D] lower and upper bounds on sum_k delta_k (g . w_k) - g . shift per direction g [D, d] (already masked to the group): each value's range along g is its centre's
-    projection +- its contents' reach along g and its remainder's radii weighted by |g|."""
+    """[D] lower and upper bounds on sum_k delta_k (g . w_k) - g . shift per direction g [D, d]
+    (already masked to the group): each value's range along g is its centre's projection +- its
+    contents' reach along g and its remainder's radii weighted by |g|."""
     K, w = len(grp.m), vals.w
     absg = np.abs(g).T  # [d, D]
     centre = w.b[:K] @ g.T  # [K, D]
@@ -164,7 +157,7 @@ def backward(rec: Record, layer: int, start: dict[int, np.ndarray]) -> np.ndarra
             total += SLACK * (absg @ (after_mag[q] + 1.0))  # the sums' rounding
             for h in heads:
                 V, vals = rec.V[(l, h)], rec.values[(l, h)]
-                w, wsize = vals.w, vals.magnitude
+                wsize = vals.magnitude
                 # the directions' rounding, times what they multiply
                 total += SLACK * ((absg @ np.abs(V)) @ before_mag[q])
                 if q == 0:  # BOS's output is its own value: o_0 = w_0 exactly
@@ -174,8 +167,6 @@ def backward(rec: Record, layer: int, start: dict[int, np.ndarray]) -> np.ndarra
                 mix = rec.mixtures[(l, h, q)]
                 total += SLACK * (absg @ (mix.size + 1.0))
                 for grp in mix.groups:
-                    if not grp.mask.any():
-                        continue
                     gG = gq * grp.mask
                     _pass_down(passed, grp.m, gG @ V)  # V^T g as rows
                     lo, hi = _deviations(grp, vals, gG)

@@ -178,26 +178,15 @@ def bilinear(M: np.ndarray, x: Split, y: Split, own: bool = False, along_query=N
     return _exponents(a, p, S, rows, low - slack, high + slack)
 
 
-def _batched(along, objectives: list[tuple[int, np.ndarray]]):
-    """``along`` asked once for every (position, direction) a query's exponents will ask for; the
-    returned lookup answers exactly those directions (bit for bit) and asks ``along`` for any other."""
-    bounds = along(objectives)
-    table = {(p, g.tobytes()): float(b) for (p, g), b in zip(objectives, bounds)}
-
-    def lookup(p: int, g: np.ndarray) -> float:
-        hit = table.get((p, g.tobytes()))
-        return hit if hit is not None else float(along([(p, g)])[0])
-    return lookup
-
-
 def key_exponents(M: np.ndarray, f: Forms, i: int, ref: tuple[np.ndarray, np.ndarray] | None,
                   along=None) -> list:
     """Per key k = 0..i of query i: (upper, lower) exponents of its score minus the score of a
     reference point ``ref`` = (centre, radius) (softmax is shift-invariant: BOS's stream, or the
     keys' centre), or of the score itself (``ref`` None, sum-normalised sigmoid). ``along``, when
     given, maps [(position p, direction g), ...] to bounds on |g . e_p| for the remainder e_p of
-    stream p (``directional``); the query's and the keys' remainders are then read along the
-    directions the score meets them in."""
+    stream p (``directional.Cached``, which keeps what it has bounded); the query's and the keys'
+    remainders are then read along the directions the score meets them in, all of them asked for
+    in one call first."""
     x = split(f, i, i)
     keys = [split(f, k, i, ref) for k in range(i)]
     c0, r = x.c0, np.zeros_like(x.r)  # the own key: y = x (- ref); x's remainder counted once, in ``own``
@@ -205,13 +194,13 @@ def key_exponents(M: np.ndarray, f: Forms, i: int, ref: tuple[np.ndarray, np.nda
         c0 = x.c0 - ref[0]
         r = ref[1] + RELATIVE_SLACK * (np.abs(x.c0) + np.abs(ref[0])) + TINY
     own = Split(c0, x.D, x.H, r)
-    look = None
-    if along is not None:
-        gx = M.T @ x.c0
-        wanted = [(k, gx) for k in range(i)] + [(i, M @ y.c0) for y in keys] + [(i, gx + M @ own.c0)]
-        look = _batched(along, wanted)
-    if look is None:
+    if along is None:
         return [bilinear(M, x, y) for y in keys] + [bilinear(M, x, own, own=True)]
+    gx = M.T @ x.c0  # the directions ``bilinear`` reads the remainders along, bounded in one batch
+    along([(k, gx) for k in range(i)] + [(i, M @ y.c0) for y in keys] + [(i, gx + M @ own.c0)])
+
+    def look(p: int, g: np.ndarray) -> float:
+        return float(along([(p, g)])[0])
     out = []
     for k, y in enumerate(keys):
         extra = y.r - f.r[k] + RELATIVE_SLACK * y.r + TINY  # y's remainder: stream k's plus the reference's (``split``)
