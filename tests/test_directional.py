@@ -137,6 +137,19 @@ def test_backward_equals_the_exact_supremum_on_a_linear_record(seed):
     assert bound >= float(exact) and bound <= float(exact) * (1 + 1e-5) + 1e-6
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_backward_terms_put_each_deviation_at_its_layer(seed):
+    """The split by layer (what ``bench_where_lost`` reports): on the linear record only layer 0's
+    weights deviate, so layer 1's part is zero, and the parts add up to ``backward``'s bound."""
+    rec, p, g, exact = synthetic(seed)
+    low, high, allow = directional.backward_terms(rec, 2, {p: g[None]})
+    assert abs(low[1, 0]) < 1e-12 and abs(high[1, 0]) < 1e-12
+    assert high[0, 0] - low[0, 0] > 0.01
+    whole = directional.backward(rec, 2, {p: g[None]})[0]
+    assert whole == pytest.approx(max(high[:, 0].sum(), -low[:, 0].sum()) + allow[0], rel=1e-6)
+    assert whole >= float(exact)
+
+
 # ---- planted mistakes, each caught ---------------------------------------------------------
 
 

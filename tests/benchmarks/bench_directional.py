@@ -6,7 +6,8 @@ scores read the streams. For one trained softmax stack, head, query i and trigge
   projected gradient ascent on the contents finds (an input's, so a lower end);
 - the query's remainder along g = M (z_k - z_0) and a key's along M^T z_i: as intervals
   (|g| . r), by back-substitution, and the largest residual g . (z(u) - A u - b) the same ascent
-  finds (how far the stream really leaves its affine part along g, at an input).
+  finds (how far the stream really leaves its affine part along g, at an input), and the
+  back-substituted bound's deviations' terms by the layer they arise in.
 
     python -m tests.benchmarks.bench_directional SUMMARY --seed 1 --layer 2 --head 1 --query 8 --trigger 2
 
@@ -111,6 +112,9 @@ def main(argv: list[str] | None = None) -> None:
         up, down = ascend(net, L, j, n, residual, 2)
         print(f"  {name}: as intervals {np.abs(g) @ z.r[pos]:.3f}, back-substituted "
               f"{directional.backward(rec, n, {pos: g[None]})[0]:.3f}; residual found {-down:.3f} .. {up:.3f}")
+        low, high, _ = directional.backward_terms(rec, n, {pos: g[None]})
+        print("    the deviations' terms by the layer they arise in: "
+              + ", ".join(f"layer {l} [{low[l, 0]:.3f}, {high[l, 0]:.3f}]" for l in range(n)))
 
 
 if __name__ == "__main__":

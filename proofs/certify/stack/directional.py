@@ -144,10 +144,17 @@ def backward(rec: Record, layer: int, start: dict[int, np.ndarray]) -> np.ndarra
     to directions [D, d], row t of every position belonging to objective t. The deviations' terms
     are summed with their signs (each in [lo, hi], so their sum in [sum lo, sum hi]); the
     allowances for rounding by absolute values."""
+    low, high, total = backward_terms(rec, layer, start)
+    return (np.maximum(high.sum(axis=0), -low.sum(axis=0)) + total) * (1 + SLACK)
+
+
+def backward_terms(rec: Record, layer: int, start: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``backward``'s parts: the deviations' terms per layer they arise in, lower and upper ends
+    [layer, D], and the rounding allowances [D] (where a bound is lost, layer by layer)."""
     dirs = {p: np.array(g, dtype=float) for p, g in start.items()}
     D = len(next(iter(dirs.values())))
     total = np.zeros(D)  # symmetric allowances
-    low, high = np.zeros(D), np.zeros(D)  # the deviations' terms, signed
+    low, high = np.zeros((layer, D)), np.zeros((layer, D))  # the deviations' terms, signed
     for l in range(layer - 1, -1, -1):
         after_mag, before_mag = rec.streams[l + 1].magnitude(), np.cumsum(rec.streams[l].magnitude(), axis=0)
         passed = {k: v.copy() for k, v in dirs.items()} if rec.residual else {}  # e^{l+1}_k contains e^l_k
@@ -170,10 +177,10 @@ def backward(rec: Record, layer: int, start: dict[int, np.ndarray]) -> np.ndarra
                     gG = gq * grp.mask
                     _pass_down(passed, grp.m, gG @ V)  # V^T g as rows
                     lo, hi = _deviations(grp, vals, gG)
-                    low, high = low + lo, high + hi
+                    low[l], high[l] = low[l] + lo, high[l] + hi
         dirs = passed
     # layer 0's inputs are exact: what reached them adds nothing
-    return (np.maximum(high, -low) + total) * (1 + SLACK)
+    return low, high, total
 
 
 def remainder_bounds(rec: Record, layer: int, objectives: list[tuple[int, np.ndarray]]) -> np.ndarray:
