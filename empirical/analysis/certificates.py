@@ -18,8 +18,9 @@ from typing import Any
 
 EVAL_SEQUENCES = 1000
 EVAL_TRIGGER = 7
-STACK_METHODS = ("box", "zonotope", "linear", "directional")  # the stack certificates: affine forms with interval
-# remainders, zonotopes, the affine forms with linearised mixtures, and with centred mixtures read along directions
+STACK_METHODS = ("box", "zonotope", "linear", "directional", "joint")  # the stack certificates: affine forms with
+# interval remainders, zonotopes, the affine forms with linearised mixtures, with centred mixtures read along
+# directions, and those with every key's weight bounds searched jointly over the query's content
 
 
 def is_single_head(net) -> bool:
@@ -53,8 +54,8 @@ def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None
     if not is_single_head(net):
         # layer 0 by the stack's own search (shared across trigger positions, stopped at SEARCH_RTOL):
         # the exact single-layer certificate closes to 1e-9 but costs about as much as the rest
-        linear, along = stack_method == "linear", stack_method == "directional"
-        out = affine_stack.certify_stack(net, L, exact_first=False, linear=linear, along=along)
+        linear, along, joint = stack_method == "linear", stack_method in ("directional", "joint"), stack_method == "joint"
+        out = affine_stack.certify_stack(net, L, exact_first=False, linear=linear, along=along, joint=joint)
         out["seconds"] = time.perf_counter() - start
         return {"type": "stack", "stack_method": stack_method if linear or along else "box", **out}
     cert = sink.certify_head(net, L)

@@ -10,7 +10,8 @@ adds each single-layer softmax head's minimum BOS mass checked by the Coq kernel
 (``proofs/coq/certificate``). ``--stack-method`` picks a stack's certificate: the affine forms
 (``box``, the default), the zonotopes (``zonotope``, softmax stacks), both side by side
 (``both``), the affine forms with linearised mixtures (``linear``), or those with every deeper
-layer's remainders read along the directions its scores meet them in (``directional``).
+layer's remainders read along the directions its scores meet them in (``directional``), and
+with every key's attention-weight bounds also searched jointly over the query's content (``joint``).
 
 d and the attention kind come from the file; a training summary also fixes L (its config's),
 so the certificate is for the length the weights were trained at. ``--L`` other than that is an
@@ -41,11 +42,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-ratio", type=float, default=None,
                    help="refine eta_up until eta_up / eta_lo is at most this (>= 1; default 1.1): a smaller "
                         "target is tighter and costs more; the output says whether it was met")
-    p.add_argument("--stack-method", choices=("box", "zonotope", "both", "linear", "directional"), default="box",
+    p.add_argument("--stack-method", choices=("box", "zonotope", "both", "linear", "directional", "joint"), default="box",
                    help="a stack's certificate: affine forms with interval remainders (box, default), zonotopes "
                         "(proofs/certify/stack/zono_stack.py; softmax only), both side by side, the affine "
                         "forms with linearised mixtures (linear), or those with the remainders read along the "
-                        "scores' directions (directional; about 4-8 x linear's CPU)")
+                        "scores' directions (directional; about 4-8 x linear's CPU), and with every key's weight "
+                        "bounds searched jointly over the query's content (joint; about 2-3 x directional's CPU)")
     p.add_argument("--recheck", default=None, choices=("marabou",),
                    help="ask a second verifier at every query of each single-layer softmax head (marabou, optional "
                         "extra .[marabou]): no input below the certified minimum minus a margin (must be unsat), one "
