@@ -1,4 +1,4 @@
-"""``sinks certify SUMMARY --stack-method box|zonotope|both|linear|directional``: a stack's certificate by
+"""``sinks certify SUMMARY --stack-method box|zonotope|both|linear|directional|joint``: a stack's certificate by
 either method or both side by side, on a tiny 3-layer stack; the record says config, seed, versions."""
 
 import json
@@ -75,7 +75,7 @@ def test_the_verdict_is_the_larger_of_the_two_sound_bounds():
 import pytest
 
 
-@pytest.mark.parametrize("method", ["linear", "directional"])
+@pytest.mark.parametrize("method", ["linear", "directional", "joint"])
 def test_linear_method_certifies_below_the_measured_minimum(tmp_path, capsys, method):
     path = summary_file(tmp_path, seed=5)
     code, out, err = certify(capsys, str(path), "--stack-method", method, "--out", str(tmp_path / "o"))

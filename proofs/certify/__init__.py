@@ -16,7 +16,8 @@ Its rooms, lowest first (``RANKS``; a room imports only rooms below it):
   applied with eta_up).
 - ``stack``: residual stacks, a bound per head: ``affine_stack`` (affine forms with interval
   remainders; ``scores``, a deeper layer's scores; ``directional``, the remainders read along the
-  scores' directions) and ``zono_stack`` (zonotopes).
+  scores' directions; ``joint_weights``, each key's weight bounds searched jointly over the query's
+  content) and ``zono_stack`` (zonotopes).
 
 Pure mathematics on weights (Fractions, numpy float64 with a-priori rounding bounds, Arb balls);
 imports ``constructions`` and ``proofs.statements`` only, never torch or ``empirical``.

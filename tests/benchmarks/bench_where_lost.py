@@ -1,5 +1,6 @@
 """An experiment, not a default: where a trained stack's certificate loses its deep heads, layer by
-layer, at one trigger position j (``--stack-method directional``'s forms, one input class).
+layer, at one trigger position j (``--stack-method directional``'s forms, or ``joint``'s with
+``--joint``; one input class).
 
 - Per layer, the attention weights' certified per-key boxes (``affine_stack.key_bounds``, as the
   record's mixtures hold them) beside the range the weights take on sampled inputs of the class
@@ -12,7 +13,7 @@ layer, at one trigger position j (``--stack-method directional``'s forms, one in
   query's along M (z_j - z_0), the trigger key's along M^T z_i), split by the layer whose
   deviations' terms it comes from (``directional.backward_terms``, half widths).
 
-    python -m tests.benchmarks.bench_where_lost SUMMARY --seed 1 [--trigger 2] [--samples 4000] [--out FILE]
+    python -m tests.benchmarks.bench_where_lost SUMMARY --seed 1 [--trigger 2] [--samples 4000] [--joint] [--out FILE]
 
 (from the checkout root; torch float64 for the samples). Not a test: a measurement for the READMEs.
 """
@@ -26,9 +27,10 @@ import time
 import numpy as np
 
 
-def record_class(net, L: int, j: int):
-    """The directional record of trigger position j through every layer, the certified BOS lower
-    bounds per (layer, head) [L] (NaN at BOS and the trigger) and the heads' maps."""
+def record_class(net, L: int, j: int, joint: bool = False):
+    """The directional record of trigger position j through every layer (``joint``: with the
+    weights' bounds searched jointly, ``--stack-method joint``), the certified BOS lower bounds per
+    (layer, head) [L] (NaN at BOS and the trigger) and the heads' maps."""
     from proofs.certify.arithmetic import affine, heads
     from proofs.certify.stack import affine_stack, directional
 
@@ -36,7 +38,8 @@ def record_class(net, L: int, j: int):
     z, rec, bounds, last = affine.inputs(net.d, L, j), directional.Record(residual=net.residual), {}, len(net.layers) - 1
     for n in range(last + 1):
         rec.streams.append(z)
-        out, lows = affine_stack.layer_step(net.kind, maps[n], z, j, n, {}, need_output=n < last, record=rec)
+        out, lows = affine_stack.layer_step(net.kind, maps[n], z, j, n, {}, need_output=n < last, record=rec,
+                                            joint=joint)
         bounds.update({(n, h): low for h, low in enumerate(lows)})
         if n < last:
             z = affine.add(z, out) if net.residual else out
@@ -116,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--trigger", type=int, default=2)
     p.add_argument("--samples", type=int, default=4000)
+    p.add_argument("--joint", action="store_true", help="the joint method's forms instead of the directional one's")
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     L, j = summary["config"]["L"], a.trigger
     net = next(it.network for it in networks_from_summary(summary, "summary") if it.label == f"seed {a.seed}")
     cpu = time.process_time()
-    rec, bounds, maps = record_class(net, L, j)
+    rec, bounds, maps = record_class(net, L, j, a.joint)
     pat = sampled_patterns(net, L, j, a.samples)
     layers, heads = layer_rows(rec, pat, j, L), head_rows(net, rec, bounds, maps, pat, j, L)
     print(f"seed {a.seed}, trigger {j}: per layer, weights' certified box width / sampled range (trigger query; after), "
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.out:
         files.write_json(a.out, {"layers": layers, "heads": heads, "cpu_seconds": time.process_time() - cpu,
                                  "provenance": files.provenance({"summary": a.summary, "trigger": j,
-                                                                 "samples": a.samples}, a.seed)})
+                                                                 "samples": a.samples, "joint": a.joint}, a.seed)})
 
 
 if __name__ == "__main__":
