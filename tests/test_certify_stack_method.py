@@ -85,3 +85,16 @@ def test_linear_method_certifies_below_the_measured_minimum(tmp_path, capsys, me
     for row in result["table"]:
         _, mean, low, bound = row[:4]
         assert bound <= low + 1e-12 and low <= mean
+
+
+def test_joint_nodes_reach_the_certificate_and_bad_values_are_refused(tmp_path, capsys):
+    path = summary_file(tmp_path, seed=5)
+    code, out, err = certify(capsys, str(path), "--stack-method", "joint", "--joint-nodes", "3", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    result = json.loads((tmp_path / "o" / "certify.json").read_text())
+    assert "(3 boxes a search)" in result["results"][0]["certificate"]["method"]
+    assert result["provenance"]["config"]["joint_nodes"] == 3
+    for args in (["--stack-method", "joint", "--joint-nodes", "0"], ["--stack-method", "directional", "--joint-nodes", "5"]):
+        code, out, err = certify(capsys, str(path), *args, "--out", str(tmp_path / "bad"))
+        assert code == 2 and "--joint-nodes" in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "bad").exists()

@@ -28,11 +28,12 @@ def is_single_head(net) -> bool:
 
 
 def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None = None,
-                    stack_method: str = "box") -> dict[str, Any]:
+                    stack_method: str = "box", joint_nodes: int | None = None) -> dict[str, Any]:
     """Every certificate that applies to ``net`` (pure mathematics; no torch); ``vertex``: eta_up at
     the trigger tightened by the bound over every trigger content (``proofs.certify.head.eta``), refined
     until eta_up / eta_lo is at most ``target_ratio`` (None: ``eta.TARGET_RATIO``); a stack by
-    ``stack_method`` (one of STACK_METHODS; single heads ignore it)."""
+    ``stack_method`` (one of STACK_METHODS; single heads ignore it; ``joint_nodes``: the joint method's
+    boxes per search, None its default)."""
     from proofs.certify.head import eta, sink, t1
     from proofs.certify.arithmetic import heads
     from proofs.certify.stack import affine_stack
@@ -55,7 +56,8 @@ def certify_network(net, L: int, vertex: bool = True, target_ratio: float | None
         # layer 0 by the stack's own search (shared across trigger positions, stopped at SEARCH_RTOL):
         # the exact single-layer certificate closes to 1e-9 but costs about as much as the rest
         linear, along, joint = stack_method == "linear", stack_method in ("directional", "joint"), stack_method == "joint"
-        out = affine_stack.certify_stack(net, L, exact_first=False, linear=linear, along=along, joint=joint)
+        extra = {} if joint_nodes is None else {"joint_nodes": joint_nodes}
+        out = affine_stack.certify_stack(net, L, exact_first=False, linear=linear, along=along, joint=joint, **extra)
         out["seconds"] = time.perf_counter() - start
         return {"type": "stack", "stack_method": stack_method if linear or along else "box", **out}
     cert = sink.certify_head(net, L)

@@ -48,6 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "forms with linearised mixtures (linear), or those with the remainders read along the "
                         "scores' directions (directional; about 4-8 x linear's CPU), and with every key's weight "
                         "bounds searched jointly over the query's content (joint; about 2-3 x directional's CPU)")
+    p.add_argument("--joint-nodes", type=int, default=None,
+                   help="with --stack-method joint: boxes per joint search (default 20); every figure is certified "
+                        "whatever the budget, a larger one is tighter and costs more")
     p.add_argument("--recheck", default=None, choices=("marabou",),
                    help="ask a second verifier at every query of each single-layer softmax head (marabou, optional "
                         "extra .[marabou]): no input below the certified minimum minus a margin (must be unsat), one "
@@ -246,6 +249,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out} is a file, not a folder")
+    if args.joint_nodes is not None and (args.stack_method != "joint" or args.joint_nodes < 1):
+        raise BadInput(f"--joint-nodes must be >= 1 and go with --stack-method joint, got {args.joint_nodes} "
+                       f"with --stack-method {args.stack_method}")
     loaded = weights.load(args.weights, kind=args.kind, seeds=args.seeds)
     methods = ("box", "zonotope") if args.stack_method == "both" else (args.stack_method,)
     if "zonotope" in methods:
@@ -257,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
     L = length["L"]
     results = []
     for item in loaded:
-        cert = certificates.certify_network(item.network, L, target_ratio=target_ratio, stack_method=methods[0])
+        cert = certificates.certify_network(item.network, L, target_ratio=target_ratio, stack_method=methods[0],
+                                            joint_nodes=args.joint_nodes)
         zonotope = (certificates.certify_network(item.network, L, stack_method="zonotope")
                     if cert["type"] == "stack" and len(methods) == 2 else None)
         measured = None if args.no_measure else certificates.measure(item.network, L)
@@ -288,7 +295,8 @@ def run(args: argparse.Namespace) -> int:
                                               "seeds": args.seeds, "measure": not args.no_measure,
                                               "coq": args.coq, "recheck": args.recheck,
                                               "target_ratio": target_ratio,
-                                              "stack_method": args.stack_method, "attack": not args.no_attack},
+                                              "stack_method": args.stack_method, "joint_nodes": args.joint_nodes,
+                                              "attack": not args.no_attack},
                                              _seeds(loaded)),
               "target_ratio": target_ratio}
     figure = certificates.heat_map(results, out / "certify.png")

@@ -104,12 +104,13 @@ def _shares(w_lo: np.ndarray, w_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def key_bounds(kind: str, M: np.ndarray, z: affine.Forms, i: int, bos_low: float = 0.0,
-               bos_high: float = 1.0, along=None, joint: bool = False) -> tuple[np.ndarray, np.ndarray]:
+               bos_high: float = 1.0, along=None, joint: bool = False,
+               joint_nodes: int = joint_weights.NODES) -> tuple[np.ndarray, np.ndarray]:
     """Per key k = 0..i of query i: certified bounds lo_k <= a_ik <= hi_k from the keys' weight
     ranges over every input, tightened by a certified BOS mass bos_low <= a_i0 <= bos_high.
     Softmax takes the best of two references (BOS, and the keys' centre, which removes the shift
     the query's content gives every content key alike) and, with ``joint``, the bounds searched
-    jointly over the query's content (``joint_weights``)."""
+    jointly over the query's content (``joint_weights``, ``joint_nodes`` boxes per search)."""
     n = z.A.shape[1] - 3
     refs = [scores.bos_reference(z), scores.key_centre(z, i)] if kind == "softmax" else [None]
     joint = joint and kind == "softmax"
@@ -117,7 +118,7 @@ def key_bounds(kind: str, M: np.ndarray, z: affine.Forms, i: int, bos_low: float
     for ref in refs:
         ex = scores.key_exponents(M, z, i, ref, along)
         if joint and ref is refs[0]:  # the BOS-relative exponents, searched jointly over the query's content
-            j_lo, j_hi = joint_weights.key_weight_bounds(ex, n, _ExpSum, SEARCH_RTOL)
+            j_lo, j_hi = joint_weights.key_weight_bounds(ex, n, _ExpSum, SEARCH_RTOL, joint_nodes)
             lo, hi = np.maximum(lo, j_lo), np.minimum(hi, j_hi)
         ranges = [_weight_range(kind, up, down, n) for up, down in ex]
         if ref is not None and ref is refs[0]:
@@ -148,11 +149,12 @@ def central_weights(kind: str, M: np.ndarray, z: affine.Forms, i: int) -> np.nda
 
 
 def _output(kind: str, M: np.ndarray, w: affine.Forms, z: affine.Forms, i: int, bos_low: float, bos_high: float,
-            linear: bool, along, recording: bool, joint: bool = False) -> tuple[tuple, directional.Mixture | None]:
+            linear: bool, along, recording: bool, joint: bool = False,
+            joint_nodes: int = joint_weights.NODES) -> tuple[tuple, directional.Mixture | None]:
     """A head's output form at query i and, when ``recording``, its identity for ``directional``
     (per coordinate the narrower of the box and centred mixtures). Otherwise per coordinate the
     box mixture or, with ``linear``, the narrowest of the box, centred and linearised mixtures."""
-    box = key_bounds(kind, M, z, i, bos_low, bos_high, along, joint)
+    box = key_bounds(kind, M, z, i, bos_low, bos_high, along, joint, joint_nodes)
     if recording:
         return directional.mixture(w, i, *box, central_weights(kind, M, z, i))
     m = central_weights(kind, M, z, i) if linear else None
@@ -164,7 +166,8 @@ def _output(kind: str, M: np.ndarray, w: affine.Forms, z: affine.Forms, i: int, 
 
 def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer: int = 0, memo: dict | None = None,
                need_output: bool = True, nodes: int = QUERY_NODES, linear: bool = False,
-               record: directional.Record | None = None, joint: bool = False) -> tuple[affine.Forms | None, list[np.ndarray]]:
+               record: directional.Record | None = None, joint: bool = False,
+               joint_nodes: int = joint_weights.NODES) -> tuple[affine.Forms | None, list[np.ndarray]]:
     """One layer on the stream forms of trigger position j: the layer's output forms (None without
     ``need_output``) and per head the certified lower bounds of a_i0 at every position (NaN at BOS
     and the trigger). ``memo`` carries the figures that hold for every j (``_reusable``) from one
@@ -172,7 +175,7 @@ def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer
     the trigger upper), ("output", layer, head, i) -> the head's output form at i before the trigger.
     ``record`` (``directional``): the layers below are read along directions, and this layer's
     mixtures are recorded for the layers above. ``joint``: the per-key weight bounds also searched
-    jointly over the query's content (``joint_weights``)."""
+    jointly over the query's content (``joint_weights``, ``joint_nodes`` boxes per search)."""
     memo = {} if memo is None else memo
     along = None
     if record is not None and layer > 0:
@@ -200,7 +203,8 @@ def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer
             if need_output:
                 form, mix = memo.get(("output", layer, h, i), (None, None)) if case == "before" else (None, None)
                 if form is None:
-                    form, mix = _output(kind, M, w, z, i, bos_low, bos_high, linear, along, record is not None, joint)
+                    form, mix = _output(kind, M, w, z, i, bos_low, bos_high, linear, along, record is not None, joint,
+                                        joint_nodes)
                     if case == "before":
                         memo[("output", layer, h, i)] = form, mix
                 if record is not None:
@@ -214,12 +218,14 @@ def layer_step(kind: str, maps: list[heads.Head], z: affine.Forms, j: int, layer
 
 
 def certify_stack(net: reference.Network, L: int, exact_first: bool = True, nodes: int = QUERY_NODES,
-                  linear: bool = False, along: bool = False, joint: bool = False) -> dict[str, Any]:
+                  linear: bool = False, along: bool = False, joint: bool = False,
+                  joint_nodes: int = joint_weights.NODES) -> dict[str, Any]:
     """Per layer and head: the certified minimum BOS mass over every input and non-trigger query
     (``exact_first``: layer 0's from the exact single-layer certificate, else from the same search
     as the deeper layers; ``along``: the deeper layers read their streams' remainders along
     directions, ``directional``; ``joint``: every head's per-key weight bounds also searched jointly
-    over the query's content, ``joint_weights``; softmax only, ignored otherwise)."""
+    over the query's content, ``joint_weights``, ``joint_nodes`` boxes per search; softmax only,
+    ignored otherwise)."""
     heads.check_kind(net.kind)
     joint = joint and net.kind == "softmax"
     start, cpu = time.perf_counter(), time.process_time()
@@ -239,7 +245,7 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True, node
             if record is not None:
                 record.streams.append(z)
             out, lows = layer_step(net.kind, maps[n], z, j, n, memo, need_output=n < last, nodes=nodes,
-                                     linear=linear, record=record, joint=joint)
+                                     linear=linear, record=record, joint=joint, joint_nodes=joint_nodes)
             for h, low in enumerate(lows):
                 per[n][h] = np.fmin(per[n][h], low)
             if n < last:
@@ -257,5 +263,6 @@ def certify_stack(net: reference.Network, L: int, exact_first: bool = True, node
             "sink_level": SINK_LEVEL, "method": "affine forms in the contents, per trigger position"
             + (", linearised mixtures" if linear and not along else "")
             + (", centred mixtures with remainders read along directions" if along else "")
-            + (", per-key weights searched jointly over the query's content" if joint else ""),
+            + (f", per-key weights searched jointly over the query's content ({joint_nodes} boxes a search)"
+               if joint else ""),
             "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
