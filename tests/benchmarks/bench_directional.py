@@ -23,17 +23,21 @@ import math
 import numpy as np
 
 
-def forms(net, L: int, j: int, layer: int):
-    """The forms entering ``layer`` for trigger position j (centred mixtures), with their record."""
+def forms(net, L: int, j: int, layer: int, joint: bool = False, bounds: dict | None = None):
+    """The forms entering ``layer`` for trigger position j (the directional method's, or with
+    ``joint`` the joint method's), with their record and the heads' maps; ``bounds``, when given,
+    receives per (layer, head) below ``layer`` the certified BOS lower bounds [L]."""
     from proofs.certify.arithmetic import affine, heads
     from proofs.certify.stack import affine_stack, directional
 
     maps = [[heads.head_maps(net, n, h) for h in range(ly.heads)] for n, ly in enumerate(net.layers)]
-    z, memo, rec = affine.inputs(net.d, L, j), {}, directional.Record()
+    z, memo, rec = affine.inputs(net.d, L, j), {}, directional.Record(residual=net.residual)
     for n in range(layer):
         rec.streams.append(z)
-        out, _ = affine_stack.layer_step(net.kind, maps[n], z, j, n, memo, record=rec)
-        z = affine.add(z, out)
+        out, lows = affine_stack.layer_step(net.kind, maps[n], z, j, n, memo, record=rec, joint=joint)
+        if bounds is not None:
+            bounds.update({(n, h): low for h, low in enumerate(lows)})
+        z = affine.add(z, out) if net.residual else out
     rec.streams.append(z)
     return z, rec, maps
 

@@ -31,18 +31,13 @@ def record_class(net, L: int, j: int, joint: bool = False):
     """The directional record of trigger position j through every layer (``joint``: with the
     weights' bounds searched jointly, ``--stack-method joint``), the certified BOS lower bounds per
     (layer, head) [L] (NaN at BOS and the trigger) and the heads' maps."""
-    from proofs.certify.arithmetic import affine, heads
-    from proofs.certify.stack import affine_stack, directional
+    from proofs.certify.stack import affine_stack
+    from tests.benchmarks.bench_directional import forms
 
-    maps = [[heads.head_maps(net, n, h) for h in range(ly.heads)] for n, ly in enumerate(net.layers)]
-    z, rec, bounds, last = affine.inputs(net.d, L, j), directional.Record(residual=net.residual), {}, len(net.layers) - 1
-    for n in range(last + 1):
-        rec.streams.append(z)
-        out, lows = affine_stack.layer_step(net.kind, maps[n], z, j, n, {}, need_output=n < last, record=rec,
-                                            joint=joint)
-        bounds.update({(n, h): low for h, low in enumerate(lows)})
-        if n < last:
-            z = affine.add(z, out) if net.residual else out
+    last, bounds = len(net.layers) - 1, {}
+    z, rec, maps = forms(net, L, j, last, joint, bounds)
+    _, lows = affine_stack.layer_step(net.kind, maps[last], z, j, last, need_output=False, record=rec, joint=joint)
+    bounds.update({(last, h): low for h, low in enumerate(lows)})
     return rec, bounds, maps
 
 
